@@ -1,0 +1,147 @@
+import { CodecOption, StreamCodec } from '../interfaces/codec.interface';
+
+/** The field that carries the producer's branded id; never part of a codec's field map. */
+export const ID_FIELD = 'id';
+/** The field of the `'json'` codec that carries the JSON text of the payload. */
+export const DATA_FIELD = 'data';
+
+/** Thrown by a codec when an entry cannot become a payload; the entry is a `decode_error`. */
+export class DecodeError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DecodeError';
+  }
+}
+
+/** The default wire format: `id` + `data` (JSON text). */
+export const jsonCodec: StreamCodec<unknown> = {
+  encode(payload: unknown): Record<string, string> {
+    const data = JSON.stringify(payload);
+    if (data === undefined) {
+      throw new TypeError('the json codec cannot encode undefined or a function');
+    }
+    return { [DATA_FIELD]: data };
+  },
+  decode(fields: Record<string, string>): unknown {
+    return parseData(fields[DATA_FIELD]);
+  },
+};
+
+/** Every field except `id` is the payload, as strings. */
+export const fieldsCodec: StreamCodec<Record<string, string>> = {
+  encode(payload: Record<string, string>): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const [key, value] of Object.entries(payload)) {
+      if (key === ID_FIELD) {
+        throw new TypeError(`the fields codec cannot carry a field named '${ID_FIELD}'`);
+      }
+      out[key] = String(value);
+    }
+    return out;
+  },
+  decode(fields: Record<string, string>): Record<string, string> {
+    return fields;
+  },
+};
+
+/** The codec object behind a {@link CodecOption}. */
+export function resolveCodec(option: CodecOption): StreamCodec<unknown> {
+  if (option === 'json') return jsonCodec;
+  if (option === 'fields') return fieldsCodec as StreamCodec<unknown>;
+  if (option && typeof option.encode === 'function' && typeof option.decode === 'function') {
+    return option;
+  }
+  throw new TypeError(
+    `codec must be 'json', 'fields' or { encode, decode }, got ${describe(option)}`,
+  );
+}
+
+/** A decoded entry: the branded id (when the entry carries one) and the payload. */
+export interface DecodedEntry {
+  id: string | undefined;
+  payload: unknown;
+}
+
+/**
+ * Decodes a flat XREADGROUP field list (`[f1, v1, f2, v2, ...]`).
+ * The `'json'` codec reads its two fields straight from the list (no intermediate map): this
+ * runs once per entry on the hot path.
+ * @throws DecodeError when the codec cannot decode the entry.
+ */
+export function decodeEntry(codec: StreamCodec<unknown>, flat: readonly string[]): DecodedEntry {
+  if (codec === jsonCodec) {
+    let id: string | undefined;
+    let data: string | undefined;
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      const key = flat[i];
+      if (key === ID_FIELD) id = flat[i + 1];
+      else if (key === DATA_FIELD) data = flat[i + 1];
+    }
+    return { id, payload: parseData(data) };
+  }
+  const fields: Record<string, string> = {};
+  let id: string | undefined;
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    if (flat[i] === ID_FIELD) id = flat[i + 1];
+    else fields[flat[i]] = flat[i + 1];
+  }
+  try {
+    return { id, payload: codec.decode(fields) };
+  } catch (err) {
+    throw err instanceof DecodeError ? err : new DecodeError(errorText(err));
+  }
+}
+
+/** Builds the flat XADD field list: `id` first, then the codec's fields. */
+export function encodeEntry(codec: StreamCodec<unknown>, id: string, payload: unknown): string[] {
+  const encoded = codec.encode(payload);
+  const flat: string[] = [ID_FIELD, id];
+  for (const key of Object.keys(encoded)) {
+    if (key === ID_FIELD) {
+      throw new TypeError(`a codec's encode() must not return the reserved field '${ID_FIELD}'`);
+    }
+    const value = encoded[key];
+    if (typeof value !== 'string') {
+      throw new TypeError(`a codec's encode() must return strings; field '${key}' is ${typeof value}`);
+    }
+    flat.push(key, value);
+  }
+  return flat;
+}
+
+/** `[f1, v1, ...]` -> `{ f1: v1, ... }`. */
+export function fieldsToRecord(flat: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) out[flat[i]] = flat[i + 1];
+  return out;
+}
+
+/** The branded id field of a flat field list, if any. */
+export function brandedIdOf(flat: readonly string[]): string | undefined {
+  for (let i = 0; i + 1 < flat.length; i += 2) if (flat[i] === ID_FIELD) return flat[i + 1];
+  return undefined;
+}
+
+/** Error text for logs and dead letters: the message, never `{}`. */
+export function errorText(err: unknown): string {
+  if (err instanceof Error) return err.message || err.name;
+  if (typeof err === 'string') return err;
+  try {
+    return JSON.stringify(err) ?? String(err);
+  } catch {
+    return String(err);
+  }
+}
+
+function parseData(data: string | undefined): unknown {
+  if (data === undefined) throw new DecodeError(`entry has no '${DATA_FIELD}' field`);
+  try {
+    return JSON.parse(data);
+  } catch (err) {
+    throw new DecodeError(`'${DATA_FIELD}' is not valid JSON: ${errorText(err)}`);
+  }
+}
+
+function describe(value: unknown): string {
+  return typeof value === 'string' ? `'${value}'` : typeof value;
+}

@@ -1,0 +1,57 @@
+import type { StreamCodec } from '../interfaces/codec.interface';
+import type { DeadLetterMessage } from '../interfaces/dead-letter-message.interface';
+import type { BatchAcks, StreamMessage } from '../interfaces/stream-message.interface';
+import type { StreamsClient } from '../redis/streams-client';
+
+/** What the engine logs through; Nest's `Logger` fits, so does `console`. */
+export interface ConsumerLogger {
+  log(message: string): void;
+  warn(message: string): void;
+  error(message: string, stack?: string): void;
+  debug?(message: string): void;
+}
+
+/** Handler options with every default applied and the codec resolved. */
+export interface ResolvedHandlerOptions {
+  batchSize: number;
+  blockMs: number;
+  concurrency: number;
+  minIdleMs: number;
+  claimIntervalMs: number;
+  maxClaimPasses: number | null;
+  maxDeliveries: number;
+  startId: string;
+  codec: StreamCodec<unknown>;
+  batch: boolean;
+  deadLetterStream: string | false;
+}
+
+/** The user's method, already bound to its instance. */
+export type EntryHandler =
+  | { batch: false; call(message: StreamMessage<unknown>): unknown }
+  | { batch: true; call(messages: StreamMessage<unknown>[]): BatchAcks | Promise<BatchAcks> };
+
+/** Where dead letters go after the copy: the matching `@DeadLetter` methods. */
+export interface DeadLetterSink {
+  /** How many handlers match this loop's stream and group. */
+  readonly handlerCount: number;
+  /** Calls every matching handler; rejects when one fails (the entry then stays pending). */
+  deliver(letter: DeadLetterMessage): Promise<void>;
+}
+
+/** Everything one consumer loop needs; no Nest types. */
+export interface StreamConsumerConfig {
+  stream: string;
+  group: string;
+  consumer: string;
+  /** `'Class.method'`, for logs and stats. */
+  handlerName: string;
+  options: ResolvedHandlerOptions;
+  /** A client on a connection of the loop's own (a parked read holds its connection). */
+  client: StreamsClient;
+  handler: EntryHandler;
+  deadLetters: DeadLetterSink;
+  logger: ConsumerLogger;
+  /** Clock, for tests. */
+  now?: () => number;
+}

@@ -1,0 +1,6 @@
+export * from './backoff';
+export * from './consumer-counters';
+export * from './consumer.types';
+export * from './dead-letter-path';
+export * from './rate-tracker';
+export * from './stream-consumer';

@@ -1,0 +1,572 @@
+import { decodeEntry, errorText } from '../codec/codecs';
+import type { ConsumerSnapshot } from '../interfaces/consumer-snapshot.interface';
+import type { StreamMessage } from '../interfaces/stream-message.interface';
+import { isNoGroupError, isWrongTypeError, type RawEntry } from '../redis/streams-client';
+import { backoffDelay, sleep } from './backoff';
+import { ConsumerCounters } from './consumer-counters';
+import type { ConsumerLogger, ResolvedHandlerOptions, StreamConsumerConfig } from './consumer.types';
+import { DeadLetterPath, type DeadLetterCandidate } from './dead-letter-path';
+
+/** The entries of the batch in hand that have not settled yet, for the heartbeat. */
+interface HeldBatch {
+  unsettled: Set<string>;
+  touchedAt: number;
+}
+
+/** Verdicts of one handled batch. */
+interface HandleOutcome {
+  ok: string[];
+  unstarted: string[];
+}
+
+/** How many last handler errors are remembered for dead letters. */
+const LAST_ERRORS_KEPT = 10_000;
+
+/**
+ * One managed consumer loop over one stream and group (SPEC §3): ensure the group, drain the own
+ * PEL, read new entries, reclaim idle ones, sweep poison pills, keep long work claimed, back off on
+ * Redis errors, and stop cleanly. Plain TypeScript: no Nest imports.
+ */
+export class StreamConsumer {
+  /** Counters the loop owns; `ConsumerStats` reads them. */
+  readonly counters: ConsumerCounters;
+
+  /** The stream this loop consumes. */
+  readonly stream: string;
+  /** Its consumer group. */
+  readonly group: string;
+  private readonly consumer: string;
+  private readonly options: ResolvedHandlerOptions;
+  private readonly logger: ConsumerLogger;
+  private readonly now: () => number;
+  private readonly where: string;
+  private readonly abort = new AbortController();
+  private readonly deadLetters: DeadLetterPath;
+  private readonly lastErrors = new Map<string, string>();
+
+  private running: Promise<void> | null = null;
+  private stopping = false;
+  private parked = false;
+  private groupKnown = false;
+  private needsDrain = true;
+  private nextSweepAt = 0;
+  private streak = 0;
+  private pendingAcks: string[] = [];
+  private held: HeldBatch | null = null;
+  private heartbeat: NodeJS.Timeout | null = null;
+
+  constructor(private readonly config: StreamConsumerConfig) {
+    this.stream = config.stream;
+    this.group = config.group;
+    this.consumer = config.consumer;
+    this.options = config.options;
+    this.logger = config.logger;
+    this.now = config.now ?? Date.now;
+    this.where = `${config.handlerName} on ${config.stream}/${config.group}`;
+    this.counters = new ConsumerCounters(
+      {
+        stream: config.stream,
+        group: config.group,
+        consumer: config.consumer,
+        handler: config.handlerName,
+      },
+      this.now,
+    );
+    this.deadLetters = new DeadLetterPath(
+      {
+        stream: config.stream,
+        group: config.group,
+        consumer: config.consumer,
+        handlerName: config.handlerName,
+        deadLetterStream: config.options.deadLetterStream,
+      },
+      config.client,
+      config.deadLetters,
+      this.counters,
+      config.logger,
+      this.now,
+    );
+  }
+
+  /** Aborted when the loop is asked to stop; handed to every message. */
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  /** Starts the loop (idempotent). It runs until `stop()`. */
+  start(): void {
+    if (this.running || this.stopping) return;
+    const period = Math.max(25, Math.floor(this.options.minIdleMs / 4));
+    this.heartbeat = setInterval(() => void this.keepClaimed(), period);
+    this.heartbeat.unref();
+    this.running = this.run();
+  }
+
+  /** The loop's figures now. */
+  snapshot(): ConsumerSnapshot {
+    return this.counters.snapshot();
+  }
+
+  /**
+   * Stops the loop: no new reads, the signal aborts, in-flight handlers get up to `timeoutMs`,
+   * settled entries are acked, unstarted ones released to peers, the connection closed.
+   */
+  async stop(timeoutMs: number): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.abort.abort();
+    if (!this.running) {
+      this.counters.state = 'stopped';
+      await this.config.client.close();
+      return;
+    }
+    this.counters.state = 'stopping';
+    void this.wakeParkedRead();
+    const finished = await settleWithin(this.running, timeoutMs);
+    if (!finished) {
+      const ids = this.held ? [...this.held.unsettled].join(', ') : '';
+      this.logger.warn(
+        `${this.where}: handlers still running after ${timeoutMs} ms (entries ${ids || '-'}); ` +
+          `they stay pending and are reclaimed after minIdleMs`,
+      );
+    }
+    this.stopHeartbeat();
+    await this.config.client.close();
+    this.counters.state = 'stopped';
+  }
+
+  private async run(): Promise<void> {
+    try {
+      while (!this.stopping) {
+        try {
+          await this.beat();
+        } catch (err) {
+          if (this.stopping) break;
+          await sleep(this.degrade(err), this.abort.signal);
+        }
+      }
+      await this.flushAcks();
+    } catch (err) {
+      this.logger.error(`${this.where}: acks at shutdown failed: ${errorText(err)}; entries stay pending`);
+    } finally {
+      this.stopHeartbeat();
+    }
+  }
+
+  /** One pass: ensure, drain own PEL when needed, sweep when due, then park on a read of new entries. */
+  private async beat(): Promise<void> {
+    const { client } = this.config;
+    if (!this.groupKnown) {
+      const created = await client.createGroup(this.stream, this.group, this.options.startId);
+      this.groupKnown = true;
+      if (created) this.logger.log(`Created group ${this.stream}/${this.group} at ${this.options.startId}`);
+    }
+    if (this.needsDrain) {
+      await this.flushAcks();
+      await this.drainOwn();
+      this.needsDrain = false;
+    }
+    if (this.now() >= this.nextSweepAt) {
+      await this.flushAcks();
+      await this.sweep();
+      this.nextSweepAt = this.now() + this.options.claimIntervalMs;
+    }
+    if (this.stopping) return;
+    this.markHealthy();
+
+    const acks = this.takeAcks();
+    const ackDone = acks.length > 0 ? this.ack(acks) : undefined;
+    const block = Math.max(1, Math.min(this.options.blockMs, this.nextSweepAt - this.now()));
+    this.parked = true;
+    const read = client.readGroup(this.stream, this.group, this.consumer, this.options.batchSize, '>', block);
+    const [ackResult, readResult] = await Promise.allSettled([ackDone, read]);
+    this.parked = false;
+    if (readResult.status === 'fulfilled') {
+      if (readResult.value.length > 0) await this.process(readResult.value, null);
+    } else {
+      // a reply lost on a dropped link may have delivered entries to us: read the own PEL again
+      this.needsDrain = true;
+    }
+    if (ackResult.status === 'rejected') {
+      this.pendingAcks = acks.concat(this.pendingAcks);
+      throw ackResult.reason;
+    }
+    if (readResult.status === 'rejected') throw readResult.reason;
+  }
+
+  /** Reads the own PEL from 0 to its end, settling each entry: a restart recovers its held work. */
+  private async drainOwn(): Promise<void> {
+    const { client } = this.config;
+    let cursor = '0';
+    while (!this.stopping) {
+      const entries = await client.readGroup(
+        this.stream,
+        this.group,
+        this.consumer,
+        this.options.batchSize,
+        cursor,
+      );
+      if (entries.length === 0) return;
+      cursor = entries[entries.length - 1].entryId;
+      await this.process(entries, await this.deliveryCounts(entries));
+      await this.flushAcks();
+    }
+  }
+
+  private async sweep(): Promise<void> {
+    await this.sweepPoison();
+    await this.reclaim();
+  }
+
+  /**
+   * Pages through the group's PEL (idle entries only) and dead-letters those delivered
+   * `maxDeliveries` times. Claiming first makes one consumer the only one that dead-letters it.
+   */
+  private async sweepPoison(): Promise<void> {
+    const { client } = this.config;
+    const { minIdleMs, batchSize, maxDeliveries, maxClaimPasses } = this.options;
+    let start = '-';
+    for (let pages = 1; !this.stopping; pages++) {
+      const rows = await client.pending(this.stream, this.group, {
+        minIdleMs,
+        start,
+        end: '+',
+        count: batchSize,
+      });
+      const poison = rows.filter((row) => row.deliveries >= maxDeliveries);
+      if (poison.length > 0) {
+        const won = await client.claim(
+          this.stream,
+          this.group,
+          this.consumer,
+          minIdleMs,
+          poison.map((row) => row.entryId),
+        );
+        const deliveries = new Map(poison.map((row) => [row.entryId, row.deliveries]));
+        const candidates: DeadLetterCandidate[] = [];
+        for (const entry of won) {
+          if (entry.fields === null) continue;
+          candidates.push(this.candidate(entry.entryId, entry.fields, deliveries.get(entry.entryId) ?? maxDeliveries));
+        }
+        await this.deadLetters.send(candidates, 'max_deliveries');
+      }
+      if (rows.length < batchSize || (maxClaimPasses !== null && pages >= maxClaimPasses)) return;
+      start = `(${rows[rows.length - 1].entryId}`;
+    }
+  }
+
+  /** XAUTOCLAIM cursor loop: takes over entries idle past `minIdleMs`, from any consumer. */
+  private async reclaim(): Promise<void> {
+    const { client } = this.config;
+    const { minIdleMs, batchSize, maxClaimPasses } = this.options;
+    let cursor = '0-0';
+    for (let passes = 1; !this.stopping; passes++) {
+      const page = await client.autoClaim(this.stream, this.group, this.consumer, minIdleMs, cursor, batchSize);
+      if (page.deletedIds.length > 0) await this.settleDeleted(page.deletedIds);
+      if (page.entries.length > 0) {
+        await this.process(page.entries, await this.deliveryCounts(page.entries));
+        await this.flushAcks();
+      }
+      const stalled = page.cursor === cursor && page.entries.length === 0 && page.deletedIds.length === 0;
+      if (page.cursor === '0-0' || stalled) return;
+      if (maxClaimPasses !== null && passes >= maxClaimPasses) return;
+      cursor = page.cursor;
+    }
+  }
+
+  /**
+   * Delivery counts of entries this consumer holds, from one XPENDING range per batch (more only
+   * when the range holds other pending entries of ours).
+   */
+  private async deliveryCounts(entries: readonly RawEntry[]): Promise<Map<string, number>> {
+    const counts = new Map<string, number>();
+    if (entries.length === 0) return counts;
+    const wanted = entries.length;
+    const end = entries[entries.length - 1].entryId;
+    let start = entries[0].entryId;
+    for (;;) {
+      const rows = await this.config.client.pending(this.stream, this.group, {
+        start,
+        end,
+        count: wanted,
+        consumer: this.consumer,
+      });
+      for (const row of rows) counts.set(row.entryId, row.deliveries);
+      if (rows.length < wanted || entries.every((e) => counts.has(e.entryId))) return counts;
+      start = `(${rows[rows.length - 1].entryId}`;
+    }
+  }
+
+  /**
+   * Settles one read: deleted entries are acked and counted, undecodable ones and poison pills go
+   * to the dead-letter path, the rest to the handler. Handled entries join the pending acks;
+   * entries not started because of shutdown are released to peers.
+   */
+  private async process(entries: readonly RawEntry[], counts: Map<string, number> | null): Promise<void> {
+    this.counters.read(entries.length);
+    try {
+      await this.settle(entries, counts);
+    } catch (err) {
+      // entries of this read may sit unsettled in the own PEL: read it again once Redis is back
+      this.needsDrain = true;
+      throw err;
+    }
+  }
+
+  private async settle(entries: readonly RawEntry[], counts: Map<string, number> | null): Promise<void> {
+    const { codec, maxDeliveries } = this.options;
+    const messages: StreamMessage<unknown>[] = [];
+    let deleted: string[] | undefined;
+    let undecodable: DeadLetterCandidate[] | undefined;
+    let poison: DeadLetterCandidate[] | undefined;
+    for (const entry of entries) {
+      const { entryId, fields } = entry;
+      if (fields === null) {
+        (deleted ??= []).push(entryId);
+        continue;
+      }
+      const attempts = counts === null ? 1 : (counts.get(entryId) ?? 1);
+      if (attempts > maxDeliveries) {
+        (poison ??= []).push(this.candidate(entryId, fields, attempts));
+        continue;
+      }
+      let decoded;
+      try {
+        decoded = decodeEntry(codec, fields);
+      } catch (err) {
+        (undecodable ??= []).push({ entryId, fields, attempts, error: errorText(err) });
+        continue;
+      }
+      messages.push({
+        id: decoded.id ?? entryId,
+        entryId,
+        stream: this.stream,
+        group: this.group,
+        consumer: this.consumer,
+        payload: decoded.payload,
+        attempts,
+        signal: this.abort.signal,
+      });
+    }
+    if (deleted) await this.settleDeleted(deleted);
+    if (undecodable) await this.deadLetters.send(undecodable, 'decode_error');
+    if (poison) await this.deadLetters.send(poison, 'max_deliveries');
+    if (messages.length === 0) return;
+
+    const outcome = await this.handle(messages);
+    for (const id of outcome.ok) this.pendingAcks.push(id);
+    if (outcome.unstarted.length > 0) {
+      await this.config.client.release(
+        this.stream,
+        this.group,
+        this.consumer,
+        outcome.unstarted,
+        this.options.minIdleMs,
+      );
+      this.logger.log(`${this.where}: released ${outcome.unstarted.length} unstarted entries to peers`);
+    }
+  }
+
+  private async handle(messages: StreamMessage<unknown>[]): Promise<HandleOutcome> {
+    this.held = { unsettled: new Set(messages.map((m) => m.entryId)), touchedAt: this.now() };
+    try {
+      return this.config.handler.batch ? await this.handleBatch(messages) : await this.handleEach(messages);
+    } finally {
+      this.held = null;
+    }
+  }
+
+  /** Per-entry mode: up to `concurrency` handlers at once, in stream order when 1. */
+  private async handleEach(messages: StreamMessage<unknown>[]): Promise<HandleOutcome> {
+    const { handler } = this.config;
+    if (handler.batch) throw new TypeError('handleEach needs a per-entry handler');
+    const call = (message: StreamMessage<unknown>): unknown => handler.call(message);
+    const ok: string[] = [];
+    let next = 0;
+    const work = async (): Promise<void> => {
+      while (next < messages.length && !this.stopping) {
+        const message = messages[next++];
+        if (await this.invoke(call, message)) ok.push(message.entryId);
+        this.held?.unsettled.delete(message.entryId);
+      }
+    };
+    const workers = Math.min(this.options.concurrency, messages.length);
+    if (workers === 1) await work();
+    else await Promise.all(Array.from({ length: workers }, work));
+    return { ok, unstarted: messages.slice(next).map((m) => m.entryId) };
+  }
+
+  private async invoke(
+    call: (message: StreamMessage<unknown>) => unknown,
+    message: StreamMessage<unknown>,
+  ): Promise<boolean> {
+    try {
+      const result = call(message);
+      if (isThenable(result)) await result;
+      return true;
+    } catch (err) {
+      this.handlerFailed(err, `entry ${message.entryId} (id ${message.id}, attempt ${message.attempts})`, [
+        message.entryId,
+      ]);
+      return false;
+    }
+  }
+
+  /** Batch mode: one call per read; it returns what to ack. */
+  private async handleBatch(messages: StreamMessage<unknown>[]): Promise<HandleOutcome> {
+    const { handler } = this.config;
+    if (this.stopping || !handler.batch) return { ok: [], unstarted: messages.map((m) => m.entryId) };
+    const inBatch = new Set(messages.map((m) => m.entryId));
+    let returned;
+    try {
+      returned = await handler.call(messages);
+    } catch (err) {
+      this.handlerFailed(err, `a batch of ${messages.length} (${messages[0].entryId}..)`, [...inBatch]);
+      return { ok: [], unstarted: [] };
+    }
+    if (returned === null || returned === undefined) {
+      this.logger.warn(`${this.where}: batch handler returned nothing; acked none of ${messages.length} entries`);
+      return { ok: [], unstarted: [] };
+    }
+    const ok: string[] = [];
+    for (const item of returned) {
+      const entryId = typeof item === 'string' ? item : item?.entryId;
+      if (entryId !== undefined && inBatch.delete(entryId)) ok.push(entryId);
+      else this.logger.warn(`${this.where}: batch handler returned ${String(entryId)}, not an entry of this batch; ignored`);
+    }
+    return { ok, unstarted: [] };
+  }
+
+  private handlerFailed(err: unknown, what: string, entryIds: readonly string[]): void {
+    const text = errorText(err);
+    this.counters.totalErrors++;
+    this.counters.lastError = text;
+    for (const id of entryIds) this.rememberError(id, text);
+    this.logger.error(
+      `Handler ${this.where} failed on ${what}: ${text}; left pending`,
+      err instanceof Error ? err.stack : undefined,
+    );
+  }
+
+  private rememberError(entryId: string, text: string): void {
+    this.lastErrors.delete(entryId);
+    this.lastErrors.set(entryId, text);
+    if (this.lastErrors.size > LAST_ERRORS_KEPT) {
+      const oldest = this.lastErrors.keys().next().value;
+      if (oldest !== undefined) this.lastErrors.delete(oldest);
+    }
+  }
+
+  private candidate(entryId: string, fields: string[], attempts: number): DeadLetterCandidate {
+    return { entryId, fields, attempts, error: this.lastErrors.get(entryId) };
+  }
+
+  private async settleDeleted(ids: readonly string[]): Promise<void> {
+    await this.config.client.ack(this.stream, this.group, ids);
+    this.counters.totalDeleted += ids.length;
+    this.logger.warn(
+      `${this.where}: ${ids.length} pending entries were deleted from the stream (${ids.join(', ')}); acked, nothing to handle`,
+    );
+  }
+
+  private takeAcks(): string[] {
+    const acks = this.pendingAcks;
+    this.pendingAcks = [];
+    return acks;
+  }
+
+  private async flushAcks(): Promise<void> {
+    const acks = this.takeAcks();
+    if (acks.length === 0) return;
+    try {
+      await this.ack(acks);
+    } catch (err) {
+      this.pendingAcks = acks.concat(this.pendingAcks);
+      throw err;
+    }
+  }
+
+  private async ack(ids: string[]): Promise<void> {
+    await this.config.client.ack(this.stream, this.group, ids);
+    this.counters.acked(ids.length);
+    if (this.lastErrors.size > 0) for (const id of ids) this.lastErrors.delete(id);
+  }
+
+  /** Heartbeat: re-claims entries held longer than `minIdleMs / 2`, so peers do not reclaim live work. */
+  private async keepClaimed(): Promise<void> {
+    const held = this.held;
+    if (!held || held.unsettled.size === 0) return;
+    const now = this.now();
+    if (now - held.touchedAt < this.options.minIdleMs / 2) return;
+    held.touchedAt = now;
+    try {
+      await this.config.client.touch(this.stream, this.group, this.consumer, [...held.unsettled]);
+    } catch (err) {
+      this.logger.warn(`${this.where}: heartbeat failed (${errorText(err)}); retrying on the next tick`);
+      held.touchedAt = 0;
+    }
+  }
+
+  /** Records a Redis error; returns how long to back off. */
+  private degrade(err: unknown): number {
+    this.streak++;
+    const delay = backoffDelay(this.streak);
+    const text = errorText(err);
+    this.counters.state = 'degraded';
+    this.counters.lastError = text;
+    if (isNoGroupError(err)) {
+      this.groupKnown = false;
+      this.needsDrain = true;
+      this.logger.warn(`${this.where}: group or stream is gone (${text}); re-creating it in ${delay} ms`);
+    } else if (isWrongTypeError(err)) {
+      this.logger.error(
+        `${this.where}: key '${this.stream}' holds a value that is not a stream (${text}); ` +
+          `it is left untouched; retrying in ${delay} ms`,
+      );
+    } else {
+      this.logger.error(`${this.where}: Redis error (${text}); retrying in ${delay} ms`);
+    }
+    return delay;
+  }
+
+  private markHealthy(): void {
+    if (this.counters.state === 'running') return;
+    if (this.streak > 0) this.logger.log(`${this.where}: recovered after ${this.streak} failed attempts`);
+    this.streak = 0;
+    this.counters.state = 'running';
+  }
+
+  /** CLIENT UNBLOCK can overtake the read it targets on the wire: retry until the read returns. */
+  private async wakeParkedRead(): Promise<void> {
+    for (let tries = 0; this.parked && tries < 40; tries++) {
+      await this.config.client.interruptRead().catch(() => undefined);
+      await sleep(50);
+    }
+  }
+
+  private stopHeartbeat(): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = null;
+  }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === 'object' && value !== null && typeof (value as PromiseLike<unknown>).then === 'function';
+}
+
+/** True when `promise` settles within `ms`; the timer never outlives the wait. */
+function settleWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    promise.then(
+      () => {
+        clearTimeout(timer);
+        resolve(true);
+      },
+      () => {
+        clearTimeout(timer);
+        resolve(true);
+      },
+    );
+  });
+}

@@ -1,0 +1,2 @@
+export * from './dead-letter.decorator';
+export * from './stream-handler.decorator';

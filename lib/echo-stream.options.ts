@@ -1,0 +1,175 @@
+import { hostname } from 'node:os';
+import type { RedisOptions } from 'ioredis';
+import { resolveCodec } from './codec/codecs';
+import type { ResolvedHandlerOptions } from './consumer/consumer.types';
+import { messages } from './echo-stream.messages';
+import { EchoStreamConfigError } from './errors/echo-stream-config.error';
+import type {
+  EchoStreamClusterOptions,
+  EchoStreamModuleOptions,
+} from './interfaces/module-options.interface';
+import type { StreamHandlerOptions } from './interfaces/stream-handler-options.interface';
+
+/** Module options with every default applied (internal). */
+export interface ResolvedModuleOptions {
+  connection: RedisOptions | string;
+  cluster: EchoStreamClusterOptions | undefined;
+  consumerName: string;
+  defaults: Partial<StreamHandlerOptions>;
+  shutdownTimeoutMs: number;
+  autoStart: boolean;
+}
+
+/** The documented defaults of SPEC §1. */
+export const MODULE_DEFAULTS = {
+  connection: 'redis://127.0.0.1:6379',
+  shutdownTimeoutMs: 10_000,
+  autoStart: true,
+} as const;
+
+/** The documented handler defaults of SPEC §2 (`claimIntervalMs` and `deadLetterStream` derive). */
+export const HANDLER_DEFAULTS = {
+  batchSize: 100,
+  blockMs: 5000,
+  concurrency: 1,
+  minIdleMs: 30_000,
+  maxClaimPasses: null,
+  maxDeliveries: 5,
+  startId: '0',
+  codec: 'json',
+  batch: false,
+} as const;
+
+const HANDLER_OPTION_NAMES: ReadonlyArray<keyof StreamHandlerOptions> = [
+  'batchSize',
+  'blockMs',
+  'concurrency',
+  'minIdleMs',
+  'claimIntervalMs',
+  'maxClaimPasses',
+  'maxDeliveries',
+  'startId',
+  'codec',
+  'batch',
+  'deadLetterStream',
+];
+
+const MODULE_OPTION_NAMES: ReadonlyArray<keyof EchoStreamModuleOptions> = [
+  'connection',
+  'cluster',
+  'consumerName',
+  'defaults',
+  'shutdownTimeoutMs',
+  'autoStart',
+];
+
+/** Module options -> resolved options; the one place module defaults are merged. */
+export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedModuleOptions {
+  const where = 'EchoStreamModule';
+  checkKnown(where, options, MODULE_OPTION_NAMES);
+  const connection = options.connection ?? MODULE_DEFAULTS.connection;
+  if (typeof connection === 'string' && !/^rediss?:\/\//.test(connection)) {
+    throw new EchoStreamConfigError(
+      messages.badOption(where, 'connection', "a redis:// or rediss:// URL or ioredis options", connection),
+    );
+  }
+  if (typeof connection !== 'string' && (typeof connection !== 'object' || connection === null)) {
+    throw new EchoStreamConfigError(
+      messages.badOption(where, 'connection', 'a URL or ioredis options', connection),
+    );
+  }
+  if (options.cluster !== undefined && !Array.isArray(options.cluster?.nodes)) {
+    throw new EchoStreamConfigError(messages.badOption(where, 'cluster', '{ nodes: [...] }', options.cluster));
+  }
+  const consumerName = options.consumerName ?? `${hostname()}-${process.pid}`;
+  if (typeof consumerName !== 'string' || consumerName.length === 0) {
+    throw new EchoStreamConfigError(messages.badOption(where, 'consumerName', 'a non-empty string', consumerName));
+  }
+  const shutdownTimeoutMs = options.shutdownTimeoutMs ?? MODULE_DEFAULTS.shutdownTimeoutMs;
+  checkInteger(where, 'shutdownTimeoutMs', shutdownTimeoutMs, 0);
+  const autoStart = options.autoStart ?? MODULE_DEFAULTS.autoStart;
+  if (typeof autoStart !== 'boolean') {
+    throw new EchoStreamConfigError(messages.badOption(where, 'autoStart', 'a boolean', autoStart));
+  }
+  const defaults = options.defaults ?? {};
+  checkHandlerOptions(`${where} defaults`, defaults);
+  return { connection, cluster: options.cluster, consumerName, defaults, shutdownTimeoutMs, autoStart };
+}
+
+/**
+ * Module defaults + decorator options -> every handler option, validated; the one place handler
+ * defaults are merged.
+ */
+export function resolveHandlerOptions(
+  stream: string,
+  where: string,
+  defaults: Partial<StreamHandlerOptions>,
+  own: Partial<StreamHandlerOptions>,
+): ResolvedHandlerOptions {
+  const merged = { ...HANDLER_DEFAULTS, ...defaults, ...own };
+  const minIdleMs = merged.minIdleMs;
+  const resolved = {
+    ...merged,
+    claimIntervalMs: merged.claimIntervalMs ?? Math.max(1, Math.min(Math.floor(minIdleMs / 2), 5000)),
+    deadLetterStream: merged.deadLetterStream ?? `${stream}:dlq`,
+  };
+  checkHandlerOptions(where, resolved);
+  if (resolved.deadLetterStream === stream) {
+    throw new EchoStreamConfigError(
+      messages.badOption(where, 'deadLetterStream', 'another stream than the one it consumes', stream),
+    );
+  }
+  return { ...resolved, codec: resolveCodec(resolved.codec) };
+}
+
+/** Checks the options a user wrote (any subset); throws a clear error on the first bad one. */
+export function checkHandlerOptions(where: string, options: Partial<StreamHandlerOptions>): void {
+  if (typeof options !== 'object' || options === null) {
+    throw new EchoStreamConfigError(`${where}: options must be an object`);
+  }
+  checkKnown(where, options, HANDLER_OPTION_NAMES);
+  const o = options;
+  if (o.batchSize !== undefined) checkInteger(where, 'batchSize', o.batchSize, 1);
+  if (o.blockMs !== undefined) checkInteger(where, 'blockMs', o.blockMs, 1);
+  if (o.concurrency !== undefined) checkInteger(where, 'concurrency', o.concurrency, 1);
+  if (o.minIdleMs !== undefined) checkInteger(where, 'minIdleMs', o.minIdleMs, 1);
+  if (o.claimIntervalMs !== undefined) checkInteger(where, 'claimIntervalMs', o.claimIntervalMs, 1);
+  if (o.maxClaimPasses !== undefined && o.maxClaimPasses !== null) {
+    checkInteger(where, 'maxClaimPasses', o.maxClaimPasses, 1);
+  }
+  if (o.maxDeliveries !== undefined) checkInteger(where, 'maxDeliveries', o.maxDeliveries, 1);
+  if (o.startId !== undefined && (typeof o.startId !== 'string' || o.startId.length === 0)) {
+    throw new EchoStreamConfigError(messages.badOption(where, 'startId', "an id, '0' or '$'", o.startId));
+  }
+  if (o.batch !== undefined && typeof o.batch !== 'boolean') {
+    throw new EchoStreamConfigError(messages.badOption(where, 'batch', 'a boolean', o.batch));
+  }
+  if (
+    o.deadLetterStream !== undefined &&
+    o.deadLetterStream !== false &&
+    (typeof o.deadLetterStream !== 'string' || o.deadLetterStream.length === 0)
+  ) {
+    throw new EchoStreamConfigError(
+      messages.badOption(where, 'deadLetterStream', 'a stream name or false', o.deadLetterStream),
+    );
+  }
+  if (o.codec !== undefined) {
+    try {
+      resolveCodec(o.codec);
+    } catch (err) {
+      throw new EchoStreamConfigError(`${where}: ${(err as Error).message}`);
+    }
+  }
+}
+
+function checkKnown(where: string, options: object, known: readonly string[]): void {
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key)) throw new EchoStreamConfigError(messages.unknownOption(where, key, known));
+  }
+}
+
+function checkInteger(where: string, option: string, value: unknown, min: number): void {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
+    throw new EchoStreamConfigError(messages.badOption(where, option, `an integer >= ${min}`, value));
+  }
+}

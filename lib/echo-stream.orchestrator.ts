@@ -1,0 +1,143 @@
+import {
+  BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+} from '@nestjs/common';
+import { errorText } from './codec/codecs';
+import type { DeadLetterSink, EntryHandler, ResolvedHandlerOptions } from './consumer/consumer.types';
+import { StreamConsumer } from './consumer/stream-consumer';
+import { EchoStreamConnections } from './echo-stream.connections';
+import { ECHO_STREAM_OPTIONS } from './echo-stream.constants';
+import type { DeadLetterDefinition, HandlerDefinition } from './echo-stream.definitions';
+import { EchoStreamExplorer } from './echo-stream.explorer';
+import { messages } from './echo-stream.messages';
+import { resolveHandlerOptions, type ResolvedModuleOptions } from './echo-stream.options';
+import { ConsumerRegistry } from './echo-stream.registry';
+import type { DeadLetterMessage } from './interfaces/dead-letter-message.interface';
+import type { BatchAcks, StreamMessage } from './interfaces/stream-message.interface';
+
+interface PlannedLoop {
+  definition: HandlerDefinition;
+  options: ResolvedHandlerOptions;
+}
+
+/**
+ * Turns discovered handlers into running consumer loops on application bootstrap and stops them
+ * before the application shuts down (internal).
+ */
+@Injectable()
+export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(EchoStreamOrchestrator.name);
+  private planned: PlannedLoop[] | undefined;
+  private started = false;
+
+  constructor(
+    private readonly explorer: EchoStreamExplorer,
+    private readonly registry: ConsumerRegistry,
+    private readonly connections: EchoStreamConnections,
+    @Inject(ECHO_STREAM_OPTIONS) private readonly options: ResolvedModuleOptions,
+  ) {}
+
+  /** Validates every handler's options (a bad one fails bootstrap), then starts unless `autoStart: false`. */
+  onApplicationBootstrap(): void {
+    this.plan();
+    if (this.options.autoStart) this.start();
+  }
+
+  /** Starts one loop per handler (idempotent). */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    for (const { definition, options } of this.plan()) {
+      const consumer = this.createConsumer(definition, options);
+      this.registry.add(consumer);
+      consumer.start();
+    }
+    const count = this.registry.list().length;
+    if (count > 0) {
+      this.logger.log(`Started ${count} consumer loop(s) as consumer '${this.options.consumerName}'`);
+      void this.checkEvictionPolicy();
+    }
+  }
+
+  /** Stops every loop (in parallel, each bounded by `shutdownTimeoutMs`). */
+  async stop(): Promise<void> {
+    const consumers = [...this.registry.list()];
+    this.started = false;
+    await Promise.all(consumers.map((consumer) => consumer.stop(this.options.shutdownTimeoutMs)));
+    this.registry.clear();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.stop();
+  }
+
+  private plan(): PlannedLoop[] {
+    this.planned ??= this.explorer.handlers.map((definition) => ({
+      definition,
+      options: resolveHandlerOptions(
+        definition.stream,
+        `@StreamHandler('${definition.stream}', '${definition.group}') on ${definition.name}`,
+        this.options.defaults,
+        definition.options,
+      ),
+    }));
+    return this.planned;
+  }
+
+  private createConsumer(definition: HandlerDefinition, options: ResolvedHandlerOptions): StreamConsumer {
+    const handler: EntryHandler = options.batch
+      ? {
+          batch: true,
+          call: definition.method as (messages: StreamMessage<unknown>[]) => BatchAcks | Promise<BatchAcks>,
+        }
+      : { batch: false, call: definition.method as (message: StreamMessage<unknown>) => unknown };
+    return new StreamConsumer({
+      stream: definition.stream,
+      group: definition.group,
+      consumer: this.options.consumerName,
+      handlerName: definition.name,
+      options,
+      client: this.connections.createLoopClient(),
+      handler,
+      deadLetters: deadLetterSink(
+        this.explorer.deadLetters.filter(
+          (d) =>
+            (d.stream === undefined || d.stream === definition.stream) &&
+            (d.group === undefined || d.group === definition.group),
+        ),
+      ),
+      logger: new Logger(`${definition.stream}/${definition.group}`),
+    });
+  }
+
+  /** Streams and groups can be evicted under any policy but `noeviction`: say so once at start. */
+  private async checkEvictionPolicy(): Promise<void> {
+    try {
+      const policy = await this.connections.client.config('maxmemory-policy');
+      if (policy !== null && policy !== 'noeviction') this.logger.warn(messages.evictionPolicy(policy));
+    } catch (err) {
+      this.logger.debug(`Could not read maxmemory-policy: ${errorText(err)}`);
+    }
+  }
+}
+
+/** Every matching `@DeadLetter` method is called; one failing keeps the entry pending. */
+function deadLetterSink(handlers: readonly DeadLetterDefinition[]): DeadLetterSink {
+  return {
+    handlerCount: handlers.length,
+    async deliver(letter: DeadLetterMessage): Promise<void> {
+      const failures: string[] = [];
+      for (const handler of handlers) {
+        try {
+          await handler.method(letter);
+        } catch (err) {
+          failures.push(`${handler.name}: ${errorText(err)}`);
+        }
+      }
+      if (failures.length > 0) throw new Error(`@DeadLetter handler failed (${failures.join('; ')})`);
+    },
+  };
+}

@@ -1,0 +1,1 @@
+export * from './echo-stream-config.error';

@@ -1,0 +1,11 @@
+export { EchoStreamModule } from './echo-stream.module';
+export { StreamHandler } from './decorators/stream-handler.decorator';
+export { DeadLetter } from './decorators/dead-letter.decorator';
+export { StreamProducer } from './producer/stream-producer.service';
+export { brandedIdTime } from './producer/branded-id';
+export { ConsumerStats } from './stats/consumer-stats.service';
+export { EchoStreamHealthIndicator } from './stats/echo-stream-health.indicator';
+export { EchoStreamAdmin } from './admin/echo-stream-admin.service';
+export { EchoStreamConfigError } from './errors/echo-stream-config.error';
+export { DecodeError, jsonCodec, fieldsCodec } from './codec/codecs';
+export * from './interfaces';

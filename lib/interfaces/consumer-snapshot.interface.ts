@@ -1,0 +1,48 @@
+/** Lifecycle state of one handler loop. */
+export type ConsumerState = 'starting' | 'running' | 'degraded' | 'stopping' | 'stopped';
+
+/** Live figures of one handler loop, read from counters the loop owns. */
+export interface ConsumerSnapshot {
+  readonly stream: string;
+  readonly group: string;
+  readonly consumer: string;
+  /** `'Class.method'`. */
+  readonly handler: string;
+  readonly state: ConsumerState;
+  /** Entries read: new + reclaimed + drained from the own PEL. */
+  readonly totalRead: number;
+  /** Entries acknowledged after their handler succeeded. */
+  readonly totalAcked: number;
+  /** Entries dead-lettered: decode errors + poison pills. */
+  readonly totalDlq: number;
+  /** Handler failures. */
+  readonly totalErrors: number;
+  /** Pending entries found already deleted from the stream (acked, never handed on). */
+  readonly totalDeleted: number;
+  /** Entries read per second over the last 10 s. */
+  readonly tpsIn: number;
+  /** Entries acknowledged per second over the last 10 s. */
+  readonly tpsOut: number;
+  /** The last error text (Redis or handler), if any. */
+  readonly lastError: string | null;
+}
+
+/** One consumer of a group, as Redis reports it. */
+export interface GroupConsumerInfo {
+  readonly name: string;
+  readonly pending: number;
+  readonly idleMs: number;
+}
+
+/** Live figures of a group, read from Redis on demand. */
+export interface GroupInspection {
+  /** Entries in the group's PEL. */
+  readonly pending: number;
+  /** Entries not yet delivered to the group; `null` where the server cannot tell. */
+  readonly lag: number | null;
+  readonly consumers: GroupConsumerInfo[];
+  /** Age (ms) of the oldest pending entry; `null` when none. */
+  readonly oldestPendingMs: number | null;
+  /** Length of the dead-letter stream (0 when it does not exist). */
+  readonly deadLetters: number;
+}

@@ -1,0 +1,24 @@
+/** Why an entry left the hot path. */
+export type DeadLetterReason = 'decode_error' | 'max_deliveries';
+
+/** What a `@DeadLetter` method receives. */
+export interface DeadLetterMessage {
+  /** `'decode_error'` (undecodable entry) or `'max_deliveries'` (poison pill). */
+  readonly reason: DeadLetterReason;
+  /** Source stream. */
+  readonly stream: string;
+  /** Source group. */
+  readonly group: string;
+  /** The consumer that dead-lettered it. */
+  readonly consumer: string;
+  /** The source entry id. */
+  readonly entryId: string;
+  /** The branded id, when the entry carried one. */
+  readonly id: string | undefined;
+  /** Delivery count when it was dead-lettered. */
+  readonly attempts: number;
+  /** The raw field map of the entry. */
+  readonly fields: Readonly<Record<string, string>>;
+  /** Decode error text, or the last handler error this process saw for the entry, when known. */
+  readonly error: string | undefined;
+}

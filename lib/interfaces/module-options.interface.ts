@@ -1,0 +1,37 @@
+import type { ClusterNode, ClusterOptions, RedisOptions } from 'ioredis';
+import { StreamHandlerOptions } from './stream-handler-options.interface';
+
+/** A Redis Cluster to use instead of `connection`. */
+export interface EchoStreamClusterOptions {
+  nodes: ClusterNode[];
+  options?: ClusterOptions;
+}
+
+/** Options of `EchoStreamModule.forRoot()` / `forRootAsync()`. */
+export interface EchoStreamModuleOptions {
+  /**
+   * Where the streams live: ioredis options or a `redis://` / `rediss://` URL.
+   * @default 'redis://127.0.0.1:6379'
+   */
+  connection?: RedisOptions | string;
+  /** Use a Redis Cluster instead of `connection`. */
+  cluster?: EchoStreamClusterOptions;
+  /**
+   * This process's consumer name in every group. A stable name lets a restarted process drain
+   * its own pending entries at once.
+   * @default `${hostname}-${pid}`
+   */
+  consumerName?: string;
+  /** Defaults for every handler (see {@link StreamHandlerOptions}). */
+  defaults?: Partial<StreamHandlerOptions>;
+  /**
+   * How long shutdown waits (ms) for in-flight handlers.
+   * @default 10000
+   */
+  shutdownTimeoutMs?: number;
+  /**
+   * Start loops on application bootstrap; with `false`, call `EchoStreamAdmin.start()`.
+   * @default true
+   */
+  autoStart?: boolean;
+}

@@ -1,0 +1,44 @@
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import type { EchoStreamClusterOptions } from '../interfaces/module-options.interface';
+import type { RedisConnection } from './streams-client';
+
+/** What a connection is for: a loop's own (it parks reads on it) or the shared one. */
+export type ConnectionPurpose = 'loop' | 'shared';
+
+/** Where to connect (internal). */
+export interface ConnectionTarget {
+  connection: RedisOptions | string;
+  cluster: EchoStreamClusterOptions | undefined;
+}
+
+/**
+ * Opens an ioredis connection. A loop's connection fails commands at once when the link is down
+ * (`maxRetriesPerRequest: 0`), so the loop's own backoff paces retries instead of a hidden queue;
+ * ioredis still reconnects underneath.
+ */
+export function createConnection(
+  target: ConnectionTarget,
+  purpose: ConnectionPurpose,
+  onError: (err: Error) => void,
+): RedisConnection {
+  const loopOverrides: RedisOptions =
+    purpose === 'loop' ? { maxRetriesPerRequest: 0, enableAutoPipelining: false } : {};
+  const connectionName = `echo-stream-${purpose}`;
+  let redis: RedisConnection;
+  if (target.cluster) {
+    const { nodes, options = {} } = target.cluster;
+    redis = new Cluster(nodes, {
+      ...options,
+      enableAutoPipelining: false,
+      redisOptions: { connectionName, ...options.redisOptions, ...loopOverrides },
+      ...(purpose === 'loop' ? { maxRedirections: 16 } : {}),
+    });
+  } else if (typeof target.connection === 'string') {
+    redis = new Redis(target.connection, { connectionName, ...loopOverrides });
+  } else {
+    redis = new Redis({ connectionName, ...target.connection, ...loopOverrides });
+  }
+  // ioredis emits 'error' on every failed reconnect; unhandled, Node would print each one.
+  redis.on('error', onError);
+  return redis;
+}

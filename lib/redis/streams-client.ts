@@ -1,0 +1,447 @@
+import type { Cluster, Redis } from 'ioredis';
+
+/** An ioredis connection: a single node or a cluster. */
+export type RedisConnection = Redis | Cluster;
+
+/** One stream entry as read: `fields` is `null` when the entry was deleted while pending. */
+export interface RawEntry {
+  entryId: string;
+  fields: string[] | null;
+}
+
+/** One row of XPENDING's extended form. */
+export interface PendingRow {
+  entryId: string;
+  consumer: string;
+  idleMs: number;
+  deliveries: number;
+}
+
+/** One page of XAUTOCLAIM. */
+export interface AutoClaimPage {
+  /** The cursor for the next call; `'0-0'` once the whole PEL was scanned. */
+  cursor: string;
+  entries: RawEntry[];
+  /** Ids that were pending but no longer exist in the stream (Redis 7); Redis removed them from the PEL. */
+  deletedIds: string[];
+}
+
+/** A query of the group's PEL. */
+export interface PendingQuery {
+  /** Only entries idle at least this long (the IDLE filter, Redis >= 6.2). */
+  minIdleMs?: number;
+  /** Range start, inclusive (`'-'`) or exclusive (`'(1-0'`). */
+  start: string;
+  end: string;
+  count: number;
+  consumer?: string;
+}
+
+/** Summary of one group (XINFO GROUPS). */
+export interface GroupInfo {
+  name: string;
+  pending: number;
+  lag: number | null;
+  lastDeliveredId: string;
+}
+
+/** One consumer of a group (XINFO CONSUMERS). */
+export interface ConsumerInfo {
+  name: string;
+  pending: number;
+  idleMs: number;
+}
+
+/** Raised when a command outlives its deadline; the connection was replaced. */
+export class RedisDeadlineError extends Error {
+  constructor(command: string, ms: number) {
+    super(`${command} got no reply within ${ms} ms; the connection was dropped and is being replaced`);
+    this.name = 'RedisDeadlineError';
+  }
+}
+
+/**
+ * Everything the consumer engine, the producer and the admin ask of Redis. The engine depends on
+ * this interface only, so unit tests can hand it a small fake.
+ */
+export interface StreamsClient {
+  /** XGROUP CREATE ... MKSTREAM; `false` when the group already existed (BUSYGROUP). */
+  createGroup(stream: string, group: string, startId: string): Promise<boolean>;
+  /**
+   * XREADGROUP. With `blockMs` the read parks on the server; a reply that does not come within
+   * `blockMs` + a margin means a dead link: the connection is replaced and the call rejects.
+   */
+  readGroup(
+    stream: string,
+    group: string,
+    consumer: string,
+    count: number,
+    id: string,
+    blockMs?: number,
+  ): Promise<RawEntry[]>;
+  /** Wakes a parked `readGroup` (it resolves with no entries). */
+  interruptRead(): Promise<void>;
+  ack(stream: string, group: string, ids: readonly string[]): Promise<number>;
+  autoClaim(
+    stream: string,
+    group: string,
+    consumer: string,
+    minIdleMs: number,
+    cursor: string,
+    count: number,
+  ): Promise<AutoClaimPage>;
+  pending(stream: string, group: string, query: PendingQuery): Promise<PendingRow[]>;
+  /** XCLAIM with a min idle time, returning the bodies of the entries this call won. */
+  claim(
+    stream: string,
+    group: string,
+    consumer: string,
+    minIdleMs: number,
+    ids: readonly string[],
+  ): Promise<RawEntry[]>;
+  /** XCLAIM ... JUSTID: resets the idle time of entries this consumer works on (no delivery bump). */
+  touch(stream: string, group: string, consumer: string, ids: readonly string[]): Promise<void>;
+  /** XCLAIM ... IDLE ms JUSTID: marks entries as idle for `idleMs`, so peers reclaim them at once. */
+  release(
+    stream: string,
+    group: string,
+    consumer: string,
+    ids: readonly string[],
+    idleMs: number,
+  ): Promise<void>;
+  /** XADD; `maxLen` trims approximately (`MAXLEN ~`). */
+  add(stream: string, fields: readonly string[], maxLen?: number): Promise<string>;
+  /** Pipelined XADDs; one entry id per call, in order. */
+  addMany(
+    items: ReadonlyArray<{ stream: string; fields: readonly string[]; maxLen?: number }>,
+  ): Promise<string[]>;
+  range(stream: string, start: string, end: string, count: number): Promise<RawEntry[]>;
+  remove(stream: string, ids: readonly string[]): Promise<number>;
+  length(stream: string): Promise<number>;
+  groups(stream: string): Promise<GroupInfo[]>;
+  consumers(stream: string, group: string): Promise<ConsumerInfo[]>;
+  /** CONFIG GET of one parameter; `null` when not readable (ACL, managed service). */
+  config(parameter: string): Promise<string | null>;
+  close(): Promise<void>;
+}
+
+/** True for a Redis `NOGROUP` reply: the group (or its stream) no longer exists. */
+export function isNoGroupError(err: unknown): boolean {
+  return err instanceof Error && err.message.startsWith('NOGROUP');
+}
+
+/** True for a Redis `NOSCRIPT`-free WRONGTYPE reply: the key holds another type. */
+export function isWrongTypeError(err: unknown): boolean {
+  return err instanceof Error && err.message.startsWith('WRONGTYPE');
+}
+
+const DEFAULT_DEADLINE_MS = 10_000;
+
+/**
+ * The one file that speaks Redis commands and parses their replies, over one ioredis connection
+ * (single node or cluster). A consumer loop owns one of these on a dedicated connection, since a
+ * parked XREADGROUP holds its connection; the producer and admin share another.
+ */
+export class RedisStreamsClient implements StreamsClient {
+  private connectionId: number | null | undefined;
+  private parked = false;
+
+  /**
+   * @param redis the connection; this client owns it and closes it in `close()`.
+   * @param control another connection, used to `CLIENT UNBLOCK` a parked read.
+   * @param commandDeadlineMs deadline of every non-blocking command.
+   */
+  constructor(
+    private readonly redis: RedisConnection,
+    private readonly control?: RedisConnection,
+    private readonly commandDeadlineMs = DEFAULT_DEADLINE_MS,
+  ) {
+    // The id a CLIENT UNBLOCK needs changes with every reconnect.
+    redis.on('close', () => (this.connectionId = undefined));
+  }
+
+  /** The underlying connection, for glue that needs ioredis itself. */
+  get connection(): RedisConnection {
+    return this.redis;
+  }
+
+  async createGroup(stream: string, group: string, startId: string): Promise<boolean> {
+    try {
+      await this.call(['XGROUP', 'CREATE', stream, group, startId, 'MKSTREAM']);
+      return true;
+    } catch (err) {
+      if (err instanceof Error && err.message.startsWith('BUSYGROUP')) return false;
+      throw err;
+    }
+  }
+
+  async readGroup(
+    stream: string,
+    group: string,
+    consumer: string,
+    count: number,
+    id: string,
+    blockMs?: number,
+  ): Promise<RawEntry[]> {
+    const args: Array<string | number> = ['XREADGROUP', 'GROUP', group, consumer, 'COUNT', count];
+    if (blockMs === undefined) {
+      args.push('STREAMS', stream, id);
+      return parseReadReply(await this.call(args));
+    }
+    if (this.connectionId === undefined && this.control) await this.learnConnectionId();
+    args.push('BLOCK', blockMs, 'STREAMS', stream, id);
+    this.parked = true;
+    try {
+      // NOTE: the margin covers a slow server; past it the link is taken for half-open.
+      const reply = await this.call(args, blockMs + Math.max(1000, blockMs));
+      return parseReadReply(reply);
+    } finally {
+      this.parked = false;
+    }
+  }
+
+  async interruptRead(): Promise<void> {
+    if (!this.parked) return;
+    if (this.control && typeof this.connectionId === 'number') {
+      try {
+        await this.control.call('CLIENT', 'UNBLOCK', String(this.connectionId));
+        return;
+      } catch {
+        // fall through: dropping the connection also ends the read
+      }
+    }
+    this.redis.disconnect(true);
+  }
+
+  async ack(stream: string, group: string, ids: readonly string[]): Promise<number> {
+    if (ids.length === 0) return 0;
+    return Number(await this.call(['XACK', stream, group, ...ids]));
+  }
+
+  async autoClaim(
+    stream: string,
+    group: string,
+    consumer: string,
+    minIdleMs: number,
+    cursor: string,
+    count: number,
+  ): Promise<AutoClaimPage> {
+    const reply = (await this.call([
+      'XAUTOCLAIM',
+      stream,
+      group,
+      consumer,
+      minIdleMs,
+      cursor,
+      'COUNT',
+      count,
+    ])) as [string, unknown[], string[] | undefined];
+    const entries: RawEntry[] = [];
+    const deletedIds = Array.isArray(reply[2]) ? reply[2].map(String) : [];
+    for (const item of reply[1] ?? []) {
+      // Redis 6.2 answers a deleted entry as nil (or [id, nil]) instead of the third element.
+      if (item === null) continue;
+      const entry = parseEntry(item);
+      if (entry.fields === null) deletedIds.push(entry.entryId);
+      else entries.push(entry);
+    }
+    return { cursor: String(reply[0]), entries, deletedIds };
+  }
+
+  async pending(stream: string, group: string, query: PendingQuery): Promise<PendingRow[]> {
+    const args: Array<string | number> = ['XPENDING', stream, group];
+    if (query.minIdleMs !== undefined) args.push('IDLE', query.minIdleMs);
+    args.push(query.start, query.end, query.count);
+    if (query.consumer !== undefined) args.push(query.consumer);
+    const reply = (await this.call(args)) as Array<[string, string, number, number]>;
+    return reply.map((row) => ({
+      entryId: String(row[0]),
+      consumer: String(row[1]),
+      idleMs: Number(row[2]),
+      deliveries: Number(row[3]),
+    }));
+  }
+
+  async claim(
+    stream: string,
+    group: string,
+    consumer: string,
+    minIdleMs: number,
+    ids: readonly string[],
+  ): Promise<RawEntry[]> {
+    if (ids.length === 0) return [];
+    const reply = (await this.call(['XCLAIM', stream, group, consumer, minIdleMs, ...ids])) as unknown[];
+    const out: RawEntry[] = [];
+    for (const item of reply) if (item !== null) out.push(parseEntry(item));
+    return out;
+  }
+
+  async touch(stream: string, group: string, consumer: string, ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.call(['XCLAIM', stream, group, consumer, 0, ...ids, 'JUSTID']);
+  }
+
+  async release(
+    stream: string,
+    group: string,
+    consumer: string,
+    ids: readonly string[],
+    idleMs: number,
+  ): Promise<void> {
+    if (ids.length === 0) return;
+    await this.call(['XCLAIM', stream, group, consumer, 0, ...ids, 'IDLE', idleMs, 'JUSTID']);
+  }
+
+  async add(stream: string, fields: readonly string[], maxLen?: number): Promise<string> {
+    return String(await this.call(addArgs(stream, fields, maxLen)));
+  }
+
+  async addMany(
+    items: ReadonlyArray<{ stream: string; fields: readonly string[]; maxLen?: number }>,
+  ): Promise<string[]> {
+    if (items.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const item of items) {
+      const [command, ...args] = addArgs(item.stream, item.fields, item.maxLen);
+      pipeline.call(String(command), ...args);
+    }
+    const results = (await pipeline.exec()) ?? [];
+    return results.map(([err, id]) => {
+      if (err) throw err;
+      return String(id);
+    });
+  }
+
+  async range(stream: string, start: string, end: string, count: number): Promise<RawEntry[]> {
+    const reply = (await this.call(['XRANGE', stream, start, end, 'COUNT', count])) as unknown[];
+    return reply.map(parseEntry);
+  }
+
+  async remove(stream: string, ids: readonly string[]): Promise<number> {
+    if (ids.length === 0) return 0;
+    return Number(await this.call(['XDEL', stream, ...ids]));
+  }
+
+  async length(stream: string): Promise<number> {
+    return Number(await this.call(['XLEN', stream]));
+  }
+
+  async groups(stream: string): Promise<GroupInfo[]> {
+    let reply: unknown[];
+    try {
+      reply = (await this.call(['XINFO', 'GROUPS', stream])) as unknown[];
+    } catch (err) {
+      if (err instanceof Error && /no such key/i.test(err.message)) return [];
+      throw err;
+    }
+    return reply.map((item) => {
+      const map = pairs(item as unknown[]);
+      const lag = map.get('lag');
+      return {
+        name: String(map.get('name')),
+        pending: Number(map.get('pending') ?? 0),
+        // Redis 7 reports lag (nil when it cannot tell); 6.2 has no such field.
+        lag: lag === undefined || lag === null ? null : Number(lag),
+        lastDeliveredId: String(map.get('last-delivered-id') ?? '0-0'),
+      };
+    });
+  }
+
+  async consumers(stream: string, group: string): Promise<ConsumerInfo[]> {
+    const reply = (await this.call(['XINFO', 'CONSUMERS', stream, group])) as unknown[];
+    return reply.map((item) => {
+      const map = pairs(item as unknown[]);
+      return {
+        name: String(map.get('name')),
+        pending: Number(map.get('pending') ?? 0),
+        idleMs: Number(map.get('idle') ?? 0),
+      };
+    });
+  }
+
+  async config(parameter: string): Promise<string | null> {
+    try {
+      const reply = (await this.call(['CONFIG', 'GET', parameter])) as string[];
+      return reply.length >= 2 ? String(reply[1]) : null;
+    } catch {
+      return null;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.redis.status === 'end') return;
+    try {
+      await withDeadline(this.redis.quit(), 1000, 'QUIT');
+    } catch {
+      // a dead link cannot say goodbye
+    }
+    this.redis.disconnect();
+  }
+
+  private async learnConnectionId(): Promise<void> {
+    try {
+      this.connectionId = Number(await this.call(['CLIENT', 'ID']));
+    } catch {
+      this.connectionId = null; // not allowed (ACL) or a cluster: interrupts drop the link
+    }
+  }
+
+  /** Sends one command; a reply later than the deadline drops the link (it may be half-open). */
+  private call(args: Array<string | number>, deadlineMs = this.commandDeadlineMs): Promise<unknown> {
+    const [command, ...rest] = args;
+    const pending = this.redis.call(String(command), ...rest);
+    return withDeadline(pending, deadlineMs, String(command), () => this.redis.disconnect(true));
+  }
+}
+
+function withDeadline<T>(
+  promise: Promise<T>,
+  ms: number,
+  command: string,
+  onExpire?: () => void,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      onExpire?.();
+      reject(new RedisDeadlineError(command, ms));
+    }, ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
+}
+
+function addArgs(stream: string, fields: readonly string[], maxLen?: number): Array<string | number> {
+  const args: Array<string | number> = ['XADD', stream];
+  if (maxLen !== undefined) args.push('MAXLEN', '~', maxLen);
+  args.push('*', ...fields);
+  return args;
+}
+
+function parseReadReply(reply: unknown): RawEntry[] {
+  if (!Array.isArray(reply) || reply.length === 0) return [];
+  const streamReply = reply[0] as [string, unknown[]];
+  const items = streamReply[1];
+  if (!Array.isArray(items)) return [];
+  const out: RawEntry[] = new Array(items.length);
+  for (let i = 0; i < items.length; i++) out[i] = parseEntry(items[i]);
+  return out;
+}
+
+function parseEntry(item: unknown): RawEntry {
+  const pair = item as [string, string[] | null];
+  return { entryId: String(pair[0]), fields: Array.isArray(pair[1]) ? pair[1] : null };
+}
+
+function pairs(flat: unknown[]): Map<string, unknown> {
+  const map = new Map<string, unknown>();
+  for (let i = 0; i + 1 < flat.length; i += 2) map.set(String(flat[i]), flat[i + 1]);
+  return map;
+}

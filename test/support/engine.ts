@@ -1,0 +1,82 @@
+import { Redis } from 'ioredis';
+import { resolveHandlerOptions } from '../../lib/echo-stream.options';
+import { StreamConsumer } from '../../lib/consumer/stream-consumer';
+import type {
+  ConsumerLogger,
+  DeadLetterSink,
+  EntryHandler,
+} from '../../lib/consumer/consumer.types';
+import { RedisStreamsClient } from '../../lib/redis/streams-client';
+import type { StreamHandlerOptions } from '../../lib/interfaces/stream-handler-options.interface';
+import type { DeadLetterMessage } from '../../lib/interfaces/dead-letter-message.interface';
+import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
+
+/** A logger that keeps lines, for assertions (and prints errors when DEBUG_TESTS is set). */
+export class MemoryLogger implements ConsumerLogger {
+  readonly lines: string[] = [];
+  log(message: string): void {
+    this.lines.push(`log ${message}`);
+  }
+  warn(message: string): void {
+    this.lines.push(`warn ${message}`);
+    if (process.env.DEBUG_TESTS) console.warn(message);
+  }
+  error(message: string): void {
+    this.lines.push(`error ${message}`);
+    if (process.env.DEBUG_TESTS) console.error(message);
+  }
+  debug(message: string): void {
+    this.lines.push(`debug ${message}`);
+  }
+  has(pattern: RegExp): boolean {
+    return this.lines.some((line) => pattern.test(line));
+  }
+}
+
+/** Options of a consumer made for a test. */
+export interface TestConsumerOptions {
+  url: string;
+  stream: string;
+  group: string;
+  consumer?: string;
+  handle?: (message: StreamMessage<unknown>) => unknown;
+  batchHandle?: (messages: StreamMessage<unknown>[]) => unknown;
+  options?: Partial<StreamHandlerOptions>;
+  deadLetters?: Array<(letter: DeadLetterMessage) => unknown>;
+}
+
+/** A StreamConsumer on its own connections to a test server, plus the logger it writes to. */
+export function makeConsumer(opts: TestConsumerOptions): {
+  consumer: StreamConsumer;
+  logger: MemoryLogger;
+  control: Redis;
+} {
+  const logger = new MemoryLogger();
+  const control = new Redis(opts.url, { lazyConnect: false });
+  control.on('error', () => undefined);
+  const loopConnection = new Redis(opts.url, { maxRetriesPerRequest: 0 });
+  loopConnection.on('error', () => undefined);
+  const client = new RedisStreamsClient(loopConnection, control, 2000);
+  const handler: EntryHandler = opts.batchHandle
+    ? { batch: true, call: opts.batchHandle as never }
+    : { batch: false, call: opts.handle ?? (() => undefined) };
+  const sinks = opts.deadLetters ?? [];
+  const deadLetters: DeadLetterSink = {
+    handlerCount: sinks.length,
+    async deliver(letter) {
+      for (const sink of sinks) await sink(letter);
+    },
+  };
+  const consumer = new StreamConsumer({
+    stream: opts.stream,
+    group: opts.group,
+    consumer: opts.consumer ?? 'test-consumer',
+    handlerName: 'Test.handle',
+    options: resolveHandlerOptions(opts.stream, 'test', {}, { blockMs: 200, ...opts.options }),
+    client,
+    handler,
+    deadLetters,
+    logger,
+  });
+  return { consumer, logger, control };
+}
