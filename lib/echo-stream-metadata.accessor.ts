@@ -12,7 +12,9 @@ export class EchoStreamMetadataAccessor {
   /** Every `@StreamHandler` stacked on the method (none for a non-method). */
   streamHandlers(method: unknown): StreamHandlerMetadata[] {
     if (!isMethod(method)) return [];
-    return this.reflector.get<StreamHandlerMetadata[] | undefined>(STREAM_HANDLER_METADATA, method) ?? [];
+    return (
+      this.reflector.get<StreamHandlerMetadata[] | undefined>(STREAM_HANDLER_METADATA, method) ?? []
+    );
   }
 
   /** The method's `@DeadLetter` scope, if it has one. */

@@ -59,7 +59,13 @@ export class EchoStreamExplorer implements OnModuleInit {
         if (!instance) continue;
         const bound = instance[methodName].bind(instance) as (arg: never) => unknown;
         for (const meta of handlerMeta) {
-          handlers.push({ stream: meta.stream, group: meta.group, options: meta.options, name, method: bound });
+          handlers.push({
+            stream: meta.stream,
+            group: meta.group,
+            options: meta.options,
+            name,
+            method: bound,
+          });
         }
         if (deadLetterMeta) {
           deadLetters.push({
@@ -90,7 +96,9 @@ function checkUnique(handlers: readonly HandlerDefinition[]): void {
     const key = `${handler.stream}\u0000${handler.group}`;
     const first = byKey.get(key);
     if (first !== undefined) {
-      throw new EchoStreamConfigError(messages.duplicateHandler(handler.stream, handler.group, first, handler.name));
+      throw new EchoStreamConfigError(
+        messages.duplicateHandler(handler.stream, handler.group, first, handler.name),
+      );
     }
     byKey.set(key, handler.name);
   }

@@ -70,7 +70,12 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
   const connection = options.connection ?? MODULE_DEFAULTS.connection;
   if (typeof connection === 'string' && !/^rediss?:\/\//.test(connection)) {
     throw new EchoStreamConfigError(
-      messages.badOption(where, 'connection', "a redis:// or rediss:// URL or ioredis options", connection),
+      messages.badOption(
+        where,
+        'connection',
+        'a redis:// or rediss:// URL or ioredis options',
+        connection,
+      ),
     );
   }
   if (typeof connection !== 'string' && (typeof connection !== 'object' || connection === null)) {
@@ -79,11 +84,15 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
     );
   }
   if (options.cluster !== undefined && !Array.isArray(options.cluster?.nodes)) {
-    throw new EchoStreamConfigError(messages.badOption(where, 'cluster', '{ nodes: [...] }', options.cluster));
+    throw new EchoStreamConfigError(
+      messages.badOption(where, 'cluster', '{ nodes: [...] }', options.cluster),
+    );
   }
   const consumerName = options.consumerName ?? `${hostname()}-${process.pid}`;
   if (typeof consumerName !== 'string' || consumerName.length === 0) {
-    throw new EchoStreamConfigError(messages.badOption(where, 'consumerName', 'a non-empty string', consumerName));
+    throw new EchoStreamConfigError(
+      messages.badOption(where, 'consumerName', 'a non-empty string', consumerName),
+    );
   }
   const shutdownTimeoutMs = options.shutdownTimeoutMs ?? MODULE_DEFAULTS.shutdownTimeoutMs;
   checkInteger(where, 'shutdownTimeoutMs', shutdownTimeoutMs, 0);
@@ -93,7 +102,14 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
   }
   const defaults = options.defaults ?? {};
   checkHandlerOptions(`${where} defaults`, defaults);
-  return { connection, cluster: options.cluster, consumerName, defaults, shutdownTimeoutMs, autoStart };
+  return {
+    connection,
+    cluster: options.cluster,
+    consumerName,
+    defaults,
+    shutdownTimeoutMs,
+    autoStart,
+  };
 }
 
 /**
@@ -110,13 +126,19 @@ export function resolveHandlerOptions(
   const minIdleMs = merged.minIdleMs;
   const resolved = {
     ...merged,
-    claimIntervalMs: merged.claimIntervalMs ?? Math.max(1, Math.min(Math.floor(minIdleMs / 2), 5000)),
+    claimIntervalMs:
+      merged.claimIntervalMs ?? Math.max(1, Math.min(Math.floor(minIdleMs / 2), 5000)),
     deadLetterStream: merged.deadLetterStream ?? `${stream}:dlq`,
   };
   checkHandlerOptions(where, resolved);
   if (resolved.deadLetterStream === stream) {
     throw new EchoStreamConfigError(
-      messages.badOption(where, 'deadLetterStream', 'another stream than the one it consumes', stream),
+      messages.badOption(
+        where,
+        'deadLetterStream',
+        'another stream than the one it consumes',
+        stream,
+      ),
     );
   }
   return { ...resolved, codec: resolveCodec(resolved.codec) };
@@ -139,7 +161,9 @@ export function checkHandlerOptions(where: string, options: Partial<StreamHandle
   }
   if (o.maxDeliveries !== undefined) checkInteger(where, 'maxDeliveries', o.maxDeliveries, 1);
   if (o.startId !== undefined && (typeof o.startId !== 'string' || o.startId.length === 0)) {
-    throw new EchoStreamConfigError(messages.badOption(where, 'startId', "an id, '0' or '$'", o.startId));
+    throw new EchoStreamConfigError(
+      messages.badOption(where, 'startId', "an id, '0' or '$'", o.startId),
+    );
   }
   if (o.batch !== undefined && typeof o.batch !== 'boolean') {
     throw new EchoStreamConfigError(messages.badOption(where, 'batch', 'a boolean', o.batch));
@@ -164,12 +188,15 @@ export function checkHandlerOptions(where: string, options: Partial<StreamHandle
 
 function checkKnown(where: string, options: object, known: readonly string[]): void {
   for (const key of Object.keys(options)) {
-    if (!known.includes(key)) throw new EchoStreamConfigError(messages.unknownOption(where, key, known));
+    if (!known.includes(key))
+      throw new EchoStreamConfigError(messages.unknownOption(where, key, known));
   }
 }
 
 function checkInteger(where: string, option: string, value: unknown, min: number): void {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
-    throw new EchoStreamConfigError(messages.badOption(where, option, `an integer >= ${min}`, value));
+    throw new EchoStreamConfigError(
+      messages.badOption(where, option, `an integer >= ${min}`, value),
+    );
   }
 }

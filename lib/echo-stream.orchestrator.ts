@@ -6,7 +6,11 @@ import {
   OnApplicationBootstrap,
 } from '@nestjs/common';
 import { errorText } from './codec/codecs';
-import type { DeadLetterSink, EntryHandler, ResolvedHandlerOptions } from './consumer/consumer.types';
+import type {
+  DeadLetterSink,
+  EntryHandler,
+  ResolvedHandlerOptions,
+} from './consumer/consumer.types';
 import { StreamConsumer } from './consumer/stream-consumer';
 import { EchoStreamConnections } from './echo-stream.connections';
 import { ECHO_STREAM_OPTIONS } from './echo-stream.constants';
@@ -57,7 +61,9 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
     }
     const count = this.registry.list().length;
     if (count > 0) {
-      this.logger.log(`Started ${count} consumer loop(s) as consumer '${this.options.consumerName}'`);
+      this.logger.log(
+        `Started ${count} consumer loop(s) as consumer '${this.options.consumerName}'`,
+      );
       void this.checkEvictionPolicy();
     }
   }
@@ -87,11 +93,16 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
     return this.planned;
   }
 
-  private createConsumer(definition: HandlerDefinition, options: ResolvedHandlerOptions): StreamConsumer {
+  private createConsumer(
+    definition: HandlerDefinition,
+    options: ResolvedHandlerOptions,
+  ): StreamConsumer {
     const handler: EntryHandler = options.batch
       ? {
           batch: true,
-          call: definition.method as (messages: StreamMessage<unknown>[]) => BatchAcks | Promise<BatchAcks>,
+          call: definition.method as (
+            messages: StreamMessage<unknown>[],
+          ) => BatchAcks | Promise<BatchAcks>,
         }
       : { batch: false, call: definition.method as (message: StreamMessage<unknown>) => unknown };
     return new StreamConsumer({
@@ -117,7 +128,8 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
   private async checkEvictionPolicy(): Promise<void> {
     try {
       const policy = await this.connections.client.config('maxmemory-policy');
-      if (policy !== null && policy !== 'noeviction') this.logger.warn(messages.evictionPolicy(policy));
+      if (policy !== null && policy !== 'noeviction')
+        this.logger.warn(messages.evictionPolicy(policy));
     } catch (err) {
       this.logger.debug(`Could not read maxmemory-policy: ${errorText(err)}`);
     }
@@ -137,7 +149,8 @@ function deadLetterSink(handlers: readonly DeadLetterDefinition[]): DeadLetterSi
           failures.push(`${handler.name}: ${errorText(err)}`);
         }
       }
-      if (failures.length > 0) throw new Error(`@DeadLetter handler failed (${failures.join('; ')})`);
+      if (failures.length > 0)
+        throw new Error(`@DeadLetter handler failed (${failures.join('; ')})`);
     },
   };
 }

@@ -102,7 +102,9 @@ export function encodeEntry(codec: StreamCodec<unknown>, id: string, payload: un
     }
     const value = encoded[key];
     if (typeof value !== 'string') {
-      throw new TypeError(`a codec's encode() must return strings; field '${key}' is ${typeof value}`);
+      throw new TypeError(
+        `a codec's encode() must return strings; field '${key}' is ${typeof value}`,
+      );
     }
     flat.push(key, value);
   }

@@ -1,5 +1,8 @@
 import { brandedIdOf, errorText, fieldsToRecord } from '../codec/codecs';
-import type { DeadLetterMessage, DeadLetterReason } from '../interfaces/dead-letter-message.interface';
+import type {
+  DeadLetterMessage,
+  DeadLetterReason,
+} from '../interfaces/dead-letter-message.interface';
 import type { StreamsClient } from '../redis/streams-client';
 import type { ConsumerCounters } from './consumer-counters';
 import type { ConsumerLogger, DeadLetterSink } from './consumer.types';
@@ -41,7 +44,10 @@ export class DeadLetterPath {
   ) {}
 
   /** Sends each candidate down the path; returns the entry ids that were acked. */
-  async send(candidates: readonly DeadLetterCandidate[], reason: DeadLetterReason): Promise<string[]> {
+  async send(
+    candidates: readonly DeadLetterCandidate[],
+    reason: DeadLetterReason,
+  ): Promise<string[]> {
     const done: string[] = [];
     for (const candidate of candidates) {
       if (await this.sendOne(candidate, reason)) done.push(candidate.entryId);
@@ -54,7 +60,10 @@ export class DeadLetterPath {
     return done;
   }
 
-  private async sendOne(candidate: DeadLetterCandidate, reason: DeadLetterReason): Promise<boolean> {
+  private async sendOne(
+    candidate: DeadLetterCandidate,
+    reason: DeadLetterReason,
+  ): Promise<boolean> {
     const { stream, group, handlerName, deadLetterStream } = this.route;
     const where = `${handlerName} ${stream}/${group} entry ${candidate.entryId}`;
     if (deadLetterStream === false && this.sink.handlerCount === 0) {

@@ -4,7 +4,11 @@ import type { StreamMessage } from '../interfaces/stream-message.interface';
 import { isNoGroupError, isWrongTypeError, type RawEntry } from '../redis/streams-client';
 import { backoffDelay, sleep } from './backoff';
 import { ConsumerCounters } from './consumer-counters';
-import type { ConsumerLogger, ResolvedHandlerOptions, StreamConsumerConfig } from './consumer.types';
+import type {
+  ConsumerLogger,
+  ResolvedHandlerOptions,
+  StreamConsumerConfig,
+} from './consumer.types';
 import { DeadLetterPath, type DeadLetterCandidate } from './dead-letter-path';
 
 /** The entries of the batch in hand that have not settled yet, for the heartbeat. */
@@ -93,6 +97,11 @@ export class StreamConsumer {
     return this.abort.signal;
   }
 
+  /** Where this loop copies its dead letters; `false` for none. */
+  get deadLetterStream(): string | false {
+    return this.options.deadLetterStream;
+  }
+
   /** Starts the loop (idempotent). It runs until `stop()`. */
   start(): void {
     if (this.running || this.stopping) return;
@@ -147,7 +156,9 @@ export class StreamConsumer {
       }
       await this.flushAcks();
     } catch (err) {
-      this.logger.error(`${this.where}: acks at shutdown failed: ${errorText(err)}; entries stay pending`);
+      this.logger.error(
+        `${this.where}: acks at shutdown failed: ${errorText(err)}; entries stay pending`,
+      );
     } finally {
       this.stopHeartbeat();
     }
@@ -159,7 +170,8 @@ export class StreamConsumer {
     if (!this.groupKnown) {
       const created = await client.createGroup(this.stream, this.group, this.options.startId);
       this.groupKnown = true;
-      if (created) this.logger.log(`Created group ${this.stream}/${this.group} at ${this.options.startId}`);
+      if (created)
+        this.logger.log(`Created group ${this.stream}/${this.group} at ${this.options.startId}`);
     }
     if (this.needsDrain) {
       await this.flushAcks();
@@ -178,7 +190,14 @@ export class StreamConsumer {
     const ackDone = acks.length > 0 ? this.ack(acks) : undefined;
     const block = Math.max(1, Math.min(this.options.blockMs, this.nextSweepAt - this.now()));
     this.parked = true;
-    const read = client.readGroup(this.stream, this.group, this.consumer, this.options.batchSize, '>', block);
+    const read = client.readGroup(
+      this.stream,
+      this.group,
+      this.consumer,
+      this.options.batchSize,
+      '>',
+      block,
+    );
     const [ackResult, readResult] = await Promise.allSettled([ackDone, read]);
     this.parked = false;
     if (readResult.status === 'fulfilled') {
@@ -246,7 +265,13 @@ export class StreamConsumer {
         const candidates: DeadLetterCandidate[] = [];
         for (const entry of won) {
           if (entry.fields === null) continue;
-          candidates.push(this.candidate(entry.entryId, entry.fields, deliveries.get(entry.entryId) ?? maxDeliveries));
+          candidates.push(
+            this.candidate(
+              entry.entryId,
+              entry.fields,
+              deliveries.get(entry.entryId) ?? maxDeliveries,
+            ),
+          );
         }
         await this.deadLetters.send(candidates, 'max_deliveries');
       }
@@ -261,13 +286,21 @@ export class StreamConsumer {
     const { minIdleMs, batchSize, maxClaimPasses } = this.options;
     let cursor = '0-0';
     for (let passes = 1; !this.stopping; passes++) {
-      const page = await client.autoClaim(this.stream, this.group, this.consumer, minIdleMs, cursor, batchSize);
+      const page = await client.autoClaim(
+        this.stream,
+        this.group,
+        this.consumer,
+        minIdleMs,
+        cursor,
+        batchSize,
+      );
       if (page.deletedIds.length > 0) await this.settleDeleted(page.deletedIds);
       if (page.entries.length > 0) {
         await this.process(page.entries, await this.deliveryCounts(page.entries));
         await this.flushAcks();
       }
-      const stalled = page.cursor === cursor && page.entries.length === 0 && page.deletedIds.length === 0;
+      const stalled =
+        page.cursor === cursor && page.entries.length === 0 && page.deletedIds.length === 0;
       if (page.cursor === '0-0' || stalled) return;
       if (maxClaimPasses !== null && passes >= maxClaimPasses) return;
       cursor = page.cursor;
@@ -302,7 +335,10 @@ export class StreamConsumer {
    * to the dead-letter path, the rest to the handler. Handled entries join the pending acks;
    * entries not started because of shutdown are released to peers.
    */
-  private async process(entries: readonly RawEntry[], counts: Map<string, number> | null): Promise<void> {
+  private async process(
+    entries: readonly RawEntry[],
+    counts: Map<string, number> | null,
+  ): Promise<void> {
     this.counters.read(entries.length);
     try {
       await this.settle(entries, counts);
@@ -313,7 +349,10 @@ export class StreamConsumer {
     }
   }
 
-  private async settle(entries: readonly RawEntry[], counts: Map<string, number> | null): Promise<void> {
+  private async settle(
+    entries: readonly RawEntry[],
+    counts: Map<string, number> | null,
+  ): Promise<void> {
     const { codec, maxDeliveries } = this.options;
     const messages: StreamMessage<unknown>[] = [];
     let deleted: string[] | undefined;
@@ -363,14 +402,18 @@ export class StreamConsumer {
         outcome.unstarted,
         this.options.minIdleMs,
       );
-      this.logger.log(`${this.where}: released ${outcome.unstarted.length} unstarted entries to peers`);
+      this.logger.log(
+        `${this.where}: released ${outcome.unstarted.length} unstarted entries to peers`,
+      );
     }
   }
 
   private async handle(messages: StreamMessage<unknown>[]): Promise<HandleOutcome> {
     this.held = { unsettled: new Set(messages.map((m) => m.entryId)), touchedAt: this.now() };
     try {
-      return this.config.handler.batch ? await this.handleBatch(messages) : await this.handleEach(messages);
+      return this.config.handler.batch
+        ? await this.handleBatch(messages)
+        : await this.handleEach(messages);
     } finally {
       this.held = null;
     }
@@ -405,9 +448,11 @@ export class StreamConsumer {
       if (isThenable(result)) await result;
       return true;
     } catch (err) {
-      this.handlerFailed(err, `entry ${message.entryId} (id ${message.id}, attempt ${message.attempts})`, [
-        message.entryId,
-      ]);
+      this.handlerFailed(
+        err,
+        `entry ${message.entryId} (id ${message.id}, attempt ${message.attempts})`,
+        [message.entryId],
+      );
       return false;
     }
   }
@@ -415,24 +460,32 @@ export class StreamConsumer {
   /** Batch mode: one call per read; it returns what to ack. */
   private async handleBatch(messages: StreamMessage<unknown>[]): Promise<HandleOutcome> {
     const { handler } = this.config;
-    if (this.stopping || !handler.batch) return { ok: [], unstarted: messages.map((m) => m.entryId) };
+    if (this.stopping || !handler.batch)
+      return { ok: [], unstarted: messages.map((m) => m.entryId) };
     const inBatch = new Set(messages.map((m) => m.entryId));
     let returned;
     try {
       returned = await handler.call(messages);
     } catch (err) {
-      this.handlerFailed(err, `a batch of ${messages.length} (${messages[0].entryId}..)`, [...inBatch]);
+      this.handlerFailed(err, `a batch of ${messages.length} (${messages[0].entryId}..)`, [
+        ...inBatch,
+      ]);
       return { ok: [], unstarted: [] };
     }
     if (returned === null || returned === undefined) {
-      this.logger.warn(`${this.where}: batch handler returned nothing; acked none of ${messages.length} entries`);
+      this.logger.warn(
+        `${this.where}: batch handler returned nothing; acked none of ${messages.length} entries`,
+      );
       return { ok: [], unstarted: [] };
     }
     const ok: string[] = [];
     for (const item of returned) {
       const entryId = typeof item === 'string' ? item : item?.entryId;
       if (entryId !== undefined && inBatch.delete(entryId)) ok.push(entryId);
-      else this.logger.warn(`${this.where}: batch handler returned ${String(entryId)}, not an entry of this batch; ignored`);
+      else
+        this.logger.warn(
+          `${this.where}: batch handler returned ${String(entryId)}, not an entry of this batch; ignored`,
+        );
     }
     return { ok, unstarted: [] };
   }
@@ -502,7 +555,9 @@ export class StreamConsumer {
     try {
       await this.config.client.touch(this.stream, this.group, this.consumer, [...held.unsettled]);
     } catch (err) {
-      this.logger.warn(`${this.where}: heartbeat failed (${errorText(err)}); retrying on the next tick`);
+      this.logger.warn(
+        `${this.where}: heartbeat failed (${errorText(err)}); retrying on the next tick`,
+      );
       held.touchedAt = 0;
     }
   }
@@ -517,7 +572,9 @@ export class StreamConsumer {
     if (isNoGroupError(err)) {
       this.groupKnown = false;
       this.needsDrain = true;
-      this.logger.warn(`${this.where}: group or stream is gone (${text}); re-creating it in ${delay} ms`);
+      this.logger.warn(
+        `${this.where}: group or stream is gone (${text}); re-creating it in ${delay} ms`,
+      );
     } else if (isWrongTypeError(err)) {
       this.logger.error(
         `${this.where}: key '${this.stream}' holds a value that is not a stream (${text}); ` +
@@ -531,7 +588,8 @@ export class StreamConsumer {
 
   private markHealthy(): void {
     if (this.counters.state === 'running') return;
-    if (this.streak > 0) this.logger.log(`${this.where}: recovered after ${this.streak} failed attempts`);
+    if (this.streak > 0)
+      this.logger.log(`${this.where}: recovered after ${this.streak} failed attempts`);
     this.streak = 0;
     this.counters.state = 'running';
   }
@@ -551,7 +609,11 @@ export class StreamConsumer {
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return typeof value === 'object' && value !== null && typeof (value as PromiseLike<unknown>).then === 'function';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as PromiseLike<unknown>).then === 'function'
+  );
 }
 
 /** True when `promise` settles within `ms`; the timer never outlives the wait. */

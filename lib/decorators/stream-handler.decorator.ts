@@ -33,7 +33,8 @@ export function StreamHandler(
   const metadata: StreamHandlerMetadata = { stream, group, options: { ...options } };
   return (_target, _key, descriptor) => {
     const method = descriptor.value as object;
-    const existing: StreamHandlerMetadata[] = Reflect.getMetadata(STREAM_HANDLER_METADATA, method) ?? [];
+    const existing: StreamHandlerMetadata[] =
+      Reflect.getMetadata(STREAM_HANDLER_METADATA, method) ?? [];
     Reflect.defineMetadata(STREAM_HANDLER_METADATA, [...existing, metadata], method);
     return descriptor;
   };

@@ -1,1 +1,2 @@
 export * from './echo-stream-config.error';
+export * from './echo-stream-health.error';

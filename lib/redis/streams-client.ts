@@ -55,7 +55,9 @@ export interface ConsumerInfo {
 /** Raised when a command outlives its deadline; the connection was replaced. */
 export class RedisDeadlineError extends Error {
   constructor(command: string, ms: number) {
-    super(`${command} got no reply within ${ms} ms; the connection was dropped and is being replaced`);
+    super(
+      `${command} got no reply within ${ms} ms; the connection was dropped and is being replaced`,
+    );
     this.name = 'RedisDeadlineError';
   }
 }
@@ -270,13 +272,25 @@ export class RedisStreamsClient implements StreamsClient {
     ids: readonly string[],
   ): Promise<RawEntry[]> {
     if (ids.length === 0) return [];
-    const reply = (await this.call(['XCLAIM', stream, group, consumer, minIdleMs, ...ids])) as unknown[];
+    const reply = (await this.call([
+      'XCLAIM',
+      stream,
+      group,
+      consumer,
+      minIdleMs,
+      ...ids,
+    ])) as unknown[];
     const out: RawEntry[] = [];
     for (const item of reply) if (item !== null) out.push(parseEntry(item));
     return out;
   }
 
-  async touch(stream: string, group: string, consumer: string, ids: readonly string[]): Promise<void> {
+  async touch(
+    stream: string,
+    group: string,
+    consumer: string,
+    ids: readonly string[],
+  ): Promise<void> {
     if (ids.length === 0) return;
     await this.call(['XCLAIM', stream, group, consumer, 0, ...ids, 'JUSTID']);
   }
@@ -387,7 +401,10 @@ export class RedisStreamsClient implements StreamsClient {
   }
 
   /** Sends one command; a reply later than the deadline drops the link (it may be half-open). */
-  private call(args: Array<string | number>, deadlineMs = this.commandDeadlineMs): Promise<unknown> {
+  private call(
+    args: Array<string | number>,
+    deadlineMs = this.commandDeadlineMs,
+  ): Promise<unknown> {
     const [command, ...rest] = args;
     const pending = this.redis.call(String(command), ...rest);
     return withDeadline(pending, deadlineMs, String(command), () => this.redis.disconnect(true));
@@ -418,7 +435,11 @@ function withDeadline<T>(
   });
 }
 
-function addArgs(stream: string, fields: readonly string[], maxLen?: number): Array<string | number> {
+function addArgs(
+  stream: string,
+  fields: readonly string[],
+  maxLen?: number,
+): Array<string | number> {
   const args: Array<string | number> = ['XADD', stream];
   if (maxLen !== undefined) args.push('MAXLEN', '~', maxLen);
   args.push('*', ...fields);

@@ -34,10 +34,15 @@ describe('StreamConsumer recovers from Redis-side faults', () => {
 
     await redis.xgroup('DESTROY', stream, 'g');
     await redis.xadd(stream, '*', 'id', 'b', 'data', '2');
-    await waitFor(() => seen.includes('b'), { timeoutMs: 5000, message: 'b handled after XGROUP DESTROY' });
+    await waitFor(() => seen.includes('b'), {
+      timeoutMs: 5000,
+      message: 'b handled after XGROUP DESTROY',
+    });
 
     await redis.del(stream);
-    await waitFor(async () => (await redis.exists(stream)) === 1, { message: 'stream re-created by MKSTREAM' });
+    await waitFor(async () => (await redis.exists(stream)) === 1, {
+      message: 'stream re-created by MKSTREAM',
+    });
     await redis.xadd(stream, '*', 'id', 'c', 'data', '3');
     await waitFor(() => seen.includes('c'), { timeoutMs: 5000, message: 'c handled after DEL' });
     expect(await pendingCount(redis, stream, 'g')).toBe(0);
@@ -54,7 +59,12 @@ describe('StreamConsumer recovers from Redis-side faults', () => {
     await redis.set(bad, 'not a stream');
     const seen: string[] = [];
     const broken = makeConsumer({ url: server.url, stream: bad, group: 'g' });
-    const healthy = makeConsumer({ url: server.url, stream: good, group: 'g', handle: (m) => void seen.push(m.id) });
+    const healthy = makeConsumer({
+      url: server.url,
+      stream: good,
+      group: 'g',
+      handle: (m) => void seen.push(m.id),
+    });
     broken.consumer.start();
     healthy.consumer.start();
     await waitFor(() => broken.consumer.snapshot().state === 'degraded');
@@ -87,7 +97,10 @@ describe('StreamConsumer recovers from Redis-side faults', () => {
     await waitFor(() => consumer.snapshot().state === 'degraded', { timeoutMs: 5000 });
     await server.restart();
     redis = server.client();
-    await waitFor(() => consumer.snapshot().state === 'running', { timeoutMs: 10_000, message: 'loop recovered' });
+    await waitFor(() => consumer.snapshot().state === 'running', {
+      timeoutMs: 10_000,
+      message: 'loop recovered',
+    });
     await redis.xadd(stream, '*', 'id', 'after', 'data', '{}');
     await waitFor(() => seen.includes('after'), { timeoutMs: 5000 });
     expect(await pendingCount(redis, stream, 'g')).toBe(0);

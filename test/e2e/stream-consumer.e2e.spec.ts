@@ -47,7 +47,12 @@ describe('StreamConsumer on a real Redis', () => {
     control.disconnect();
     expect(seen).toEqual(Array.from({ length: 500 }, (_, i) => i));
     expect(await pendingCount(stream, 'g')).toBe(0);
-    expect(consumer.snapshot()).toMatchObject({ totalRead: 500, totalAcked: 500, totalErrors: 0, state: 'stopped' });
+    expect(consumer.snapshot()).toMatchObject({
+      totalRead: 500,
+      totalAcked: 500,
+      totalErrors: 0,
+      state: 'stopped',
+    });
   });
 
   it('leaves a failed entry pending and redelivers it with attempts 2', async () => {
@@ -77,7 +82,12 @@ describe('StreamConsumer on a real Redis', () => {
 
   it('stops promptly while parked on a long blocking read', async () => {
     const stream = fresh();
-    const { consumer, control } = makeConsumer({ url: server.url, stream, group: 'g', options: { blockMs: 10_000 } });
+    const { consumer, control } = makeConsumer({
+      url: server.url,
+      stream,
+      group: 'g',
+      options: { blockMs: 10_000 },
+    });
     consumer.start();
     await waitFor(() => consumer.snapshot().state === 'running');
     await new Promise((r) => setTimeout(r, 100));

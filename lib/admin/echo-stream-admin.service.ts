@@ -1,0 +1,254 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { ID_FIELD } from '../codec/codecs';
+import { EchoStreamConnections } from '../echo-stream.connections';
+import { EchoStreamOrchestrator } from '../echo-stream.orchestrator';
+import { ConsumerRegistry } from '../echo-stream.registry';
+import type {
+  DeadLetterEntry,
+  DeadLetterQueryOptions,
+  RedriveOptions,
+} from '../interfaces/dead-letter-entry.interface';
+import { compareEntryIds, entryIdMs } from '../redis/entry-id';
+import type { RawEntry } from '../redis/streams-client';
+
+/** Entries read from a dead-letter stream per XRANGE. */
+const PAGE_SIZE = 100;
+/** Prefix of the fields the dead-letter path adds to a copied entry (reserved). */
+const DLQ_PREFIX = 'dlq_';
+/** Default `count` of `deadLetters()`. */
+const DEFAULT_LIST_COUNT = 100;
+
+/** A dead letter split into the path's `dlq_*` fields and the original fields. */
+interface ParsedLetter {
+  meta: Map<string, string>;
+  original: string[];
+}
+
+/**
+ * Operations on dead letters and on the loops: list and redrive dead letters, and start/stop
+ * the loops by hand (with `autoStart: false`).
+ *
+ * The dead-letter stream(s) of a source stream are the `deadLetterStream` of this app's loops on
+ * that stream (and group, when given), else `${stream}:dlq`. A dead-letter stream shared by
+ * several source streams is fine: only letters whose `dlq_stream` is the given stream are touched.
+ */
+@Injectable()
+export class EchoStreamAdmin {
+  private readonly logger = new Logger(EchoStreamAdmin.name);
+
+  constructor(
+    private readonly connections: EchoStreamConnections,
+    private readonly registry: ConsumerRegistry,
+    private readonly orchestrator: EchoStreamOrchestrator,
+  ) {}
+
+  /** Starts the handler loops (for `autoStart: false`); idempotent. */
+  start(): void {
+    this.orchestrator.start();
+  }
+
+  /** Stops the handler loops (as on shutdown: in-flight handlers get `shutdownTimeoutMs`). */
+  stop(): Promise<void> {
+    return this.orchestrator.stop();
+  }
+
+  /**
+   * Re-publishes dead letters of `stream` to it, oldest first: each is appended (XADD) with its
+   * original fields (the branded `id` field kept, so consumers can dedup) minus every `dlq_*`
+   * field, THEN deleted (XDEL) from the dead-letter stream. Copy before delete: a crash between the
+   * two leaves a duplicate, never a loss. Redriven entries are new entries to every group.
+   * @param options.group only letters whose `dlq_group` is this group.
+   * @param options.count at most this many (default: all).
+   * @returns how many dead letters were redriven.
+   * @throws TypeError (as a rejection, nothing done) on a bad argument.
+   */
+  async redrive(stream: string, options: RedriveOptions = {}): Promise<number> {
+    const { group, count } = checkArgs('redrive', stream, options, undefined);
+    let total = 0;
+    for (const deadLetterStream of this.deadLetterStreams(stream, group)) {
+      if (total >= count) break;
+      const moved = await this.redriveFrom(deadLetterStream, stream, group, count - total);
+      if (moved > 0) {
+        this.logger.log(
+          `Redrove ${moved} dead letter(s) from '${deadLetterStream}' to '${stream}'`,
+        );
+      }
+      total += moved;
+    }
+    return total;
+  }
+
+  /**
+   * Lists dead letters of `stream`, oldest first, without changing anything.
+   * @param options.group only letters whose `dlq_group` is this group.
+   * @param options.count at most this many (default 100).
+   * @throws TypeError (as a rejection) on a bad argument.
+   */
+  async deadLetters(
+    stream: string,
+    options: DeadLetterQueryOptions = {},
+  ): Promise<DeadLetterEntry[]> {
+    const { group, count } = checkArgs('deadLetters', stream, options, DEFAULT_LIST_COUNT);
+    const found: DeadLetterEntry[] = [];
+    for (const deadLetterStream of this.deadLetterStreams(stream, group)) {
+      const taken: DeadLetterEntry[] = [];
+      await this.scan(deadLetterStream, stream, group, count, (entryId, letter) => {
+        taken.push(toEntry(deadLetterStream, stream, entryId, letter));
+        return taken.length < count;
+      });
+      found.push(...taken);
+    }
+    found.sort((a, b) => compareEntryIds(a.entryId, b.entryId));
+    return found.slice(0, count);
+  }
+
+  /** Where the dead letters of `stream` (and `group`) live; the default when no loop says. */
+  private deadLetterStreams(stream: string, group: string | undefined): string[] {
+    const streams = new Set<string>();
+    for (const loop of this.registry.list()) {
+      if (loop.stream !== stream || (group !== undefined && loop.group !== group)) continue;
+      if (loop.deadLetterStream !== false) streams.add(loop.deadLetterStream);
+    }
+    if (streams.size === 0) streams.add(`${stream}:dlq`);
+    return [...streams];
+  }
+
+  private async redriveFrom(
+    deadLetterStream: string,
+    stream: string,
+    group: string | undefined,
+    limit: number,
+  ): Promise<number> {
+    const client = this.connections.client;
+    let moved = 0;
+    let batch: Array<{ entryId: string; fields: string[] }> = [];
+    const flush = async (): Promise<void> => {
+      if (batch.length === 0) return;
+      const items = batch;
+      batch = [];
+      // copy first, then delete: a failure in between duplicates, never loses
+      await client.addMany(items.map((item) => ({ stream, fields: item.fields })));
+      await client.remove(
+        deadLetterStream,
+        items.map((item) => item.entryId),
+      );
+      moved += items.length;
+    };
+    await this.scan(deadLetterStream, stream, group, limit, async (entryId, letter) => {
+      if (letter.original.length === 0) {
+        this.logger.warn(
+          `Dead letter ${entryId} in '${deadLetterStream}' has no original fields; left in place`,
+        );
+        return true;
+      }
+      batch.push({ entryId, fields: letter.original });
+      if (batch.length >= PAGE_SIZE) await flush();
+      return moved + batch.length < limit;
+    });
+    await flush();
+    return moved;
+  }
+
+  /**
+   * Walks `deadLetterStream` oldest first, in pages, calling `visit` for each letter of `stream`
+   * (and `group`) until it returns `false` or the stream ends.
+   */
+  private async scan(
+    deadLetterStream: string,
+    stream: string,
+    group: string | undefined,
+    limit: number,
+    visit: (entryId: string, letter: ParsedLetter) => boolean | Promise<boolean>,
+  ): Promise<void> {
+    if (limit <= 0) return;
+    const client = this.connections.client;
+    let start = '-';
+    for (;;) {
+      const page: RawEntry[] = await client.range(deadLetterStream, start, '+', PAGE_SIZE);
+      for (const entry of page) {
+        if (entry.fields === null) continue;
+        const letter = parseLetter(entry.fields);
+        const source = letter.meta.get('dlq_stream');
+        if (source !== undefined && source !== stream) continue;
+        if (group !== undefined && letter.meta.get('dlq_group') !== group) continue;
+        if (!(await visit(entry.entryId, letter))) return;
+      }
+      if (page.length < PAGE_SIZE) return;
+      // NOTE: exclusive range start '(' needs Redis >= 6.2 (the package's minimum).
+      start = `(${page[page.length - 1].entryId}`;
+    }
+  }
+}
+
+function parseLetter(flat: readonly string[]): ParsedLetter {
+  const meta = new Map<string, string>();
+  const original: string[] = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    if (flat[i].startsWith(DLQ_PREFIX)) meta.set(flat[i], flat[i + 1]);
+    else original.push(flat[i], flat[i + 1]);
+  }
+  return { meta, original };
+}
+
+function toEntry(
+  deadLetterStream: string,
+  stream: string,
+  entryId: string,
+  letter: ParsedLetter,
+): DeadLetterEntry {
+  const { meta } = letter;
+  const fields: Record<string, string> = {};
+  for (let i = 0; i + 1 < letter.original.length; i += 2) {
+    fields[letter.original[i]] = letter.original[i + 1];
+  }
+  const attempts = Number(meta.get('dlq_attempts'));
+  const at = Date.parse(meta.get('dlq_at') ?? '');
+  return {
+    deadLetterStream,
+    entryId,
+    reason: meta.get('dlq_reason') ?? '',
+    stream: meta.get('dlq_stream') ?? stream,
+    group: meta.get('dlq_group') ?? '',
+    sourceEntryId: meta.get('dlq_entry_id') ?? '',
+    attempts: Number.isFinite(attempts) ? attempts : 0,
+    error: meta.get('dlq_error') || undefined,
+    at: new Date(Number.isNaN(at) ? entryIdMs(entryId) : at),
+    id: fields[ID_FIELD],
+    fields,
+  };
+}
+
+function checkArgs(
+  method: string,
+  stream: unknown,
+  options: RedriveOptions | DeadLetterQueryOptions,
+  defaultCount: number | undefined,
+): { group: string | undefined; count: number } {
+  const where = `EchoStreamAdmin.${method}()`;
+  if (typeof stream !== 'string' || stream.length === 0) {
+    throw new TypeError(`${where}: stream must be a non-empty string, got ${describe(stream)}`);
+  }
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError(`${where}: options must be an object, got ${describe(options)}`);
+  }
+  const { group, count } = options;
+  if (group !== undefined && (typeof group !== 'string' || group.length === 0)) {
+    throw new TypeError(
+      `${where}: option 'group' must be a non-empty string, got ${describe(group)}`,
+    );
+  }
+  if (
+    count !== undefined &&
+    (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 0)
+  ) {
+    throw new TypeError(`${where}: option 'count' must be an integer >= 0, got ${describe(count)}`);
+  }
+  return { group, count: count ?? defaultCount ?? Number.POSITIVE_INFINITY };
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return `'${value}'`;
+  if (value === null || value === undefined) return String(value);
+  if (typeof value === 'object') return Array.isArray(value) ? 'an array' : 'an object';
+  return `${typeof value} ${String(value)}`;
+}

@@ -1,0 +1,47 @@
+/** One entry of a dead-letter stream, as `EchoStreamAdmin.deadLetters()` lists it. */
+export interface DeadLetterEntry {
+  /** The dead-letter stream this entry lives in. */
+  readonly deadLetterStream: string;
+  /** Its entry id in the dead-letter stream. */
+  readonly entryId: string;
+  /** `dlq_reason`: normally `'decode_error'` or `'max_deliveries'`; `''` when absent. */
+  readonly reason: string;
+  /** `dlq_stream`: the source stream. */
+  readonly stream: string;
+  /** `dlq_group`: the group that dead-lettered it; `''` when absent. */
+  readonly group: string;
+  /** `dlq_entry_id`: the entry id in the source stream; `''` when absent. */
+  readonly sourceEntryId: string;
+  /** `dlq_attempts`: the delivery count when it was dead-lettered (0 when absent). */
+  readonly attempts: number;
+  /** `dlq_error`: the decode error or last handler error, when known. */
+  readonly error: string | undefined;
+  /** `dlq_at`: when it was dead-lettered (the dead-letter entry's id time when absent). */
+  readonly at: Date;
+  /** The branded id (the original `id` field), when present. */
+  readonly id: string | undefined;
+  /** The original fields (the `id` field included), without any `dlq_*` field. */
+  readonly fields: Readonly<Record<string, string>>;
+}
+
+/** Options of `EchoStreamAdmin.redrive()`. */
+export interface RedriveOptions {
+  /** Only dead letters of this group (`dlq_group`); every group when absent. */
+  group?: string;
+  /**
+   * At most this many dead letters, oldest first.
+   * @default every matching dead letter
+   */
+  count?: number;
+}
+
+/** Options of `EchoStreamAdmin.deadLetters()`. */
+export interface DeadLetterQueryOptions {
+  /** Only dead letters of this group (`dlq_group`); every group when absent. */
+  group?: string;
+  /**
+   * At most this many dead letters, oldest first.
+   * @default 100
+   */
+  count?: number;
+}

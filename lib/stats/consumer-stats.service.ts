@@ -1,0 +1,72 @@
+import { Injectable } from '@nestjs/common';
+import { EchoStreamConnections } from '../echo-stream.connections';
+import { ConsumerRegistry } from '../echo-stream.registry';
+import type { ConsumerSnapshot, GroupInspection } from '../interfaces/consumer-snapshot.interface';
+import { entryIdMs } from '../redis/entry-id';
+import { renderPrometheus } from './prometheus';
+
+/**
+ * Figures of the handler loops: `snapshot()` / `get()` read counters the loops own (no I/O),
+ * `inspect()` asks Redis about a group, `prometheus()` renders the counters for a `/metrics`
+ * endpoint (serve it with `PROMETHEUS_CONTENT_TYPE`).
+ */
+@Injectable()
+export class ConsumerStats {
+  constructor(
+    private readonly registry: ConsumerRegistry,
+    private readonly connections: EchoStreamConnections,
+  ) {}
+
+  /** One snapshot per running handler loop (empty before start and after shutdown). */
+  snapshot(): ConsumerSnapshot[] {
+    return this.registry.list().map((consumer) => consumer.snapshot());
+  }
+
+  /** The snapshot of the loop consuming `stream` as `group`, if this app runs one. */
+  get(stream: string, group: string): ConsumerSnapshot | undefined {
+    return this.registry.find(stream, group)?.snapshot();
+  }
+
+  /**
+   * Live figures of a group from Redis (works for any group, not only this app's):
+   * - `pending`, `lag`: XINFO GROUPS (`lag` is `null` on Redis < 7 or when the server cannot tell);
+   * - `consumers`: XINFO CONSUMERS;
+   * - `oldestPendingMs`: age of the oldest entry in the group's PEL (first row of
+   *   `XPENDING stream group - + 1`) since the entry was ADDED to the stream, i.e. now minus the
+   *   ms part of its entry id (not since its last delivery); `null` when nothing is pending;
+   * - `deadLetters`: XLEN of the dead-letter stream (the loop's `deadLetterStream` when this app
+   *   runs a loop for the group, else `${stream}:dlq`; 0 when it does not exist or is `false`).
+   *
+   * A group (or stream) that does not exist reads as `pending: 0, lag: null, consumers: [],
+   * oldestPendingMs: null`.
+   */
+  async inspect(stream: string, group: string): Promise<GroupInspection> {
+    const client = this.connections.client;
+    const deadLetterStream = this.registry.find(stream, group)?.deadLetterStream ?? `${stream}:dlq`;
+    const [groups, deadLetters] = await Promise.all([
+      client.groups(stream),
+      deadLetterStream === false ? Promise.resolve(0) : client.length(deadLetterStream),
+    ]);
+    const info = groups.find((g) => g.name === group);
+    if (!info) return { pending: 0, lag: null, consumers: [], oldestPendingMs: null, deadLetters };
+    const [consumers, oldest] = await Promise.all([
+      client.consumers(stream, group),
+      info.pending > 0
+        ? client.pending(stream, group, { start: '-', end: '+', count: 1 })
+        : Promise.resolve([]),
+    ]);
+    return {
+      pending: info.pending,
+      lag: info.lag,
+      consumers: consumers.map(({ name, pending, idleMs }) => ({ name, pending, idleMs })),
+      oldestPendingMs:
+        oldest.length > 0 ? Math.max(0, Date.now() - entryIdMs(oldest[0].entryId)) : null,
+      deadLetters,
+    };
+  }
+
+  /** Every loop's counters in the Prometheus text exposition format 0.0.4. */
+  prometheus(): string {
+    return renderPrometheus(this.snapshot());
+  }
+}

@@ -1,0 +1,55 @@
+import { Injectable } from '@nestjs/common';
+import { ConsumerRegistry } from '../echo-stream.registry';
+import { EchoStreamHealthError } from '../errors/echo-stream-health.error';
+import type {
+  EchoStreamHealthConsumer,
+  EchoStreamHealthResult,
+} from '../interfaces/health-indicator.interface';
+
+/**
+ * A health indicator for @nestjs/terminus (an optional peer; this class does not import it):
+ * healthy when every handler loop is `running` (no loops at all is healthy).
+ *
+ * ```ts
+ * @Controller('health')
+ * class HealthController {
+ *   constructor(private health: HealthCheckService, private echo: EchoStreamHealthIndicator) {}
+ *
+ *   @Get()
+ *   @HealthCheck()
+ *   check() {
+ *     return this.health.check([() => this.echo.isHealthy()]);
+ *   }
+ * }
+ * ```
+ * Without terminus, call `isHealthy()` and treat a rejection with {@link EchoStreamHealthError}
+ * as "down" (its `causes` carries the details).
+ */
+@Injectable()
+export class EchoStreamHealthIndicator {
+  constructor(private readonly registry: ConsumerRegistry) {}
+
+  /**
+   * Resolves `{ [key]: { status: 'up', consumers } }` (terminus's `HealthIndicatorResult`) when
+   * every loop is `running`.
+   * @param key the name of this indicator in the health report.
+   * @throws EchoStreamHealthError (as a rejection) when a loop is not `running`; its `causes` is
+   *   `{ [key]: { status: 'down', consumers } }`.
+   */
+  async isHealthy(key = 'echo-stream'): Promise<EchoStreamHealthResult> {
+    const consumers: EchoStreamHealthConsumer[] = this.registry.list().map((loop) => {
+      const { stream, group, consumer, handler, state, lastError } = loop.snapshot();
+      return { stream, group, consumer, handler, state, lastError };
+    });
+    const down = consumers.filter((c) => c.state !== 'running');
+    if (down.length === 0) return { [key]: { status: 'up', consumers } };
+    const causes: EchoStreamHealthResult = { [key]: { status: 'down', consumers } };
+    const which = down
+      .map((c) => `${c.stream}/${c.group} ${c.state}${c.lastError ? ` (${c.lastError})` : ''}`)
+      .join('; ');
+    throw new EchoStreamHealthError(
+      `${down.length} of ${consumers.length} echo-stream loop(s) not running: ${which}`,
+      causes,
+    );
+  }
+}
