@@ -1,4 +1,5 @@
 import type { StreamCodec } from '../interfaces/codec.interface';
+import type { StreamHandlerOptions } from '../interfaces/stream-handler-options.interface';
 import type { DeadLetterMessage } from '../interfaces/dead-letter-message.interface';
 import type { BatchAcks, StreamMessage } from '../interfaces/stream-message.interface';
 import type { StreamsClient } from '../redis/streams-client';
@@ -12,19 +13,9 @@ export interface ConsumerLogger {
 }
 
 /** Handler options with every default applied and the codec resolved. */
-export interface ResolvedHandlerOptions {
-  batchSize: number;
-  blockMs: number;
-  concurrency: number;
-  minIdleMs: number;
-  claimIntervalMs: number;
-  maxClaimPasses: number | null;
-  maxDeliveries: number;
-  startId: string;
+export type ResolvedHandlerOptions = Omit<StreamHandlerOptions, 'codec'> & {
   codec: StreamCodec<unknown>;
-  batch: boolean;
-  deadLetterStream: string | false;
-}
+};
 
 /** The user's method, already bound to its instance. */
 export type EntryHandler =
