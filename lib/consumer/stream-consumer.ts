@@ -1,5 +1,6 @@
 import { decodeEntry, errorText } from '../codec/codecs';
 import type { ConsumerSnapshot } from '../interfaces/consumer-snapshot.interface';
+import type { DeadLetterReason } from '../interfaces/dead-letter-message.interface';
 import type { StreamMessage } from '../interfaces/stream-message.interface';
 import { isNoGroupError, isWrongTypeError, type RawEntry } from '../redis/streams-client';
 import { backoffDelay, sleep } from './backoff';
@@ -57,6 +58,8 @@ export class StreamConsumer {
   private streak = 0;
   private pendingAcks: string[] = [];
   private held: HeldBatch | null = null;
+  /** The entries on the dead-letter path right now: claimed by us, kept claimed like `held`. */
+  private dying: HeldBatch | null = null;
   private heartbeat: NodeJS.Timeout | null = null;
 
   constructor(private readonly config: StreamConsumerConfig) {
@@ -167,9 +170,12 @@ export class StreamConsumer {
   /** One pass: ensure, drain own PEL when needed, sweep when due, then park on a read of new entries. */
   private async beat(): Promise<void> {
     const { client } = this.config;
+    // Redis answered a step of this beat before the read (evidence enough to show 'running')
+    let answered = false;
     if (!this.groupKnown) {
       const created = await client.createGroup(this.stream, this.group, this.options.startId);
       this.groupKnown = true;
+      answered = true;
       if (created)
         this.logger.log(`Created group ${this.stream}/${this.group} at ${this.options.startId}`);
     }
@@ -177,14 +183,18 @@ export class StreamConsumer {
       await this.flushAcks();
       await this.drainOwn();
       this.needsDrain = false;
+      answered = true;
     }
     if (this.now() >= this.nextSweepAt) {
       await this.flushAcks();
       await this.sweep();
       this.nextSweepAt = this.now() + this.options.claimIntervalMs;
+      answered = true;
     }
     if (this.stopping) return;
-    this.markHealthy();
+    // The backoff streak is reset only once the read and its XACK went through (below): a read or
+    // an XACK that keeps failing must back off 100, 200, 400 ms..., not retry every 100 ms.
+    if (answered || this.streak === 0) this.counters.state = 'running';
 
     const acks = this.takeAcks();
     const ackDone = acks.length > 0 ? this.ack(acks) : undefined;
@@ -200,6 +210,7 @@ export class StreamConsumer {
     );
     const [ackResult, readResult] = await Promise.allSettled([ackDone, read]);
     this.parked = false;
+    if (readResult.status === 'fulfilled' && ackResult.status === 'fulfilled') this.markHealthy();
     if (readResult.status === 'fulfilled') {
       if (readResult.value.length > 0) await this.process(readResult.value, null);
     } else {
@@ -263,8 +274,10 @@ export class StreamConsumer {
         );
         const deliveries = new Map(poison.map((row) => [row.entryId, row.deliveries]));
         const candidates: DeadLetterCandidate[] = [];
+        const wonIds = new Set<string>();
         for (const entry of won) {
           if (entry.fields === null) continue;
+          wonIds.add(entry.entryId);
           candidates.push(
             this.candidate(
               entry.entryId,
@@ -273,7 +286,9 @@ export class StreamConsumer {
             ),
           );
         }
-        await this.deadLetters.send(candidates, 'max_deliveries');
+        const lost = poison.map((row) => row.entryId).filter((id) => !wonIds.has(id));
+        if (lost.length > 0) await this.settleGone(lost);
+        await this.sendDead(candidates, 'max_deliveries');
       }
       if (rows.length < batchSize || (maxClaimPasses !== null && pages >= maxClaimPasses)) return;
       start = `(${rows[rows.length - 1].entryId}`;
@@ -388,8 +403,8 @@ export class StreamConsumer {
       });
     }
     if (deleted) await this.settleDeleted(deleted);
-    if (undecodable) await this.deadLetters.send(undecodable, 'decode_error');
-    if (poison) await this.deadLetters.send(poison, 'max_deliveries');
+    if (undecodable) await this.sendDead(undecodable, 'decode_error');
+    if (poison) await this.sendDead(poison, 'max_deliveries');
     if (messages.length === 0) return;
 
     const outcome = await this.handle(messages);
@@ -501,6 +516,23 @@ export class StreamConsumer {
     );
   }
 
+  /**
+   * The dead-letter path, with the entries kept claimed while it runs: a `@DeadLetter` method slower
+   * than `minIdleMs` must not let a peer's sweep claim the entry and dead-letter it again.
+   */
+  private async sendDead(
+    candidates: DeadLetterCandidate[],
+    reason: DeadLetterReason,
+  ): Promise<void> {
+    if (candidates.length === 0) return;
+    this.dying = { unsettled: new Set(candidates.map((c) => c.entryId)), touchedAt: this.now() };
+    try {
+      await this.deadLetters.send(candidates, reason);
+    } finally {
+      this.dying = null;
+    }
+  }
+
   private rememberError(entryId: string, text: string): void {
     this.lastErrors.delete(entryId);
     this.lastErrors.set(entryId, text);
@@ -520,6 +552,18 @@ export class StreamConsumer {
     this.logger.warn(
       `${this.where}: ${ids.length} pending entries were deleted from the stream (${ids.join(', ')}); acked, nothing to handle`,
     );
+  }
+
+  /**
+   * Poison ids the XCLAIM did not win: a peer holds them (they still exist), or they were deleted
+   * from the stream. NOTE: Redis 7's XCLAIM drops a deleted entry from the PEL without a word
+   * (6.2 claims it and answers nil), so only a look at the stream tells; both count as deleted.
+   */
+  private async settleGone(ids: readonly string[]): Promise<void> {
+    const { client } = this.config;
+    const found = await Promise.all(ids.map((id) => client.range(this.stream, id, id, 1)));
+    const gone = ids.filter((_, i) => found[i].length === 0);
+    if (gone.length > 0) await this.settleDeleted(gone);
   }
 
   private takeAcks(): string[] {
@@ -545,9 +589,15 @@ export class StreamConsumer {
     if (this.lastErrors.size > 0) for (const id of ids) this.lastErrors.delete(id);
   }
 
-  /** Heartbeat: re-claims entries held longer than `minIdleMs / 2`, so peers do not reclaim live work. */
+  /**
+   * Heartbeat: re-claims entries held longer than `minIdleMs / 2` (in a handler or on the
+   * dead-letter path), so peers do not reclaim live work nor dead-letter an entry a second time.
+   */
   private async keepClaimed(): Promise<void> {
-    const held = this.held;
+    await Promise.all([this.touchHeld(this.held), this.touchHeld(this.dying)]);
+  }
+
+  private async touchHeld(held: HeldBatch | null): Promise<void> {
     if (!held || held.unsettled.size === 0) return;
     const now = this.now();
     if (now - held.touchedAt < this.options.minIdleMs / 2) return;
@@ -586,12 +636,13 @@ export class StreamConsumer {
     return delay;
   }
 
+  /** The read and its XACK went through: the backoff streak starts over, the loop is running. */
   private markHealthy(): void {
-    if (this.counters.state === 'running') return;
-    if (this.streak > 0)
+    if (this.streak > 0) {
       this.logger.log(`${this.where}: recovered after ${this.streak} failed attempts`);
-    this.streak = 0;
-    this.counters.state = 'running';
+      this.streak = 0;
+    }
+    if (!this.stopping) this.counters.state = 'running';
   }
 
   /** CLIENT UNBLOCK can overtake the read it targets on the wire: retry until the read returns. */

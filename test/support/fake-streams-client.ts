@@ -139,6 +139,17 @@ export class FakeStreamsClient implements StreamsClient {
     }
   }
 
+  /** A peer (re)claims `ids` now: they look freshly delivered to `consumer` (not recorded). */
+  hold(stream: string, group: string, consumer: string, ids: readonly string[]): void {
+    const state = this.groupStates.get(this.key(stream, group));
+    for (const id of ids) {
+      const row = state?.pel.get(id);
+      if (!row) continue;
+      row.consumer = consumer;
+      row.deliveredAt = Date.now();
+    }
+  }
+
   /** XDEL without recording. */
   deleteEntries(stream: string, ids: readonly string[]): void {
     const entries = this.streams.get(stream) ?? [];
@@ -149,13 +160,20 @@ export class FakeStreamsClient implements StreamsClient {
   }
 
   /** The group's PEL now: id -> { consumer, deliveries, idleMs }. */
-  pel(stream: string, group: string): Map<string, { consumer: string; deliveries: number; idleMs: number }> {
+  pel(
+    stream: string,
+    group: string,
+  ): Map<string, { consumer: string; deliveries: number; idleMs: number }> {
     const out = new Map<string, { consumer: string; deliveries: number; idleMs: number }>();
     const state = this.groupStates.get(this.key(stream, group));
     if (!state) return out;
     const now = Date.now();
     for (const [id, row] of state.pel) {
-      out.set(id, { consumer: row.consumer, deliveries: row.deliveries, idleMs: now - row.deliveredAt });
+      out.set(id, {
+        consumer: row.consumer,
+        deliveries: row.deliveries,
+        idleMs: now - row.deliveredAt,
+      });
     }
     return out;
   }
@@ -174,7 +192,13 @@ export class FakeStreamsClient implements StreamsClient {
     const entries = this.streams.get(stream) ?? [];
     this.streams.set(stream, entries);
     const lastId =
-      startId === '$' ? (entries.length ? entries[entries.length - 1].entryId : '0-0') : startId === '0' ? '0-0' : startId;
+      startId === '$'
+        ? entries.length
+          ? entries[entries.length - 1].entryId
+          : '0-0'
+        : startId === '0'
+          ? '0-0'
+          : startId;
     this.groupStates.set(this.key(stream, group), { lastId, pel: new Map() });
     return true;
   }
@@ -295,7 +319,12 @@ export class FakeStreamsClient implements StreamsClient {
     return won;
   }
 
-  async touch(stream: string, group: string, consumer: string, ids: readonly string[]): Promise<void> {
+  async touch(
+    stream: string,
+    group: string,
+    consumer: string,
+    ids: readonly string[],
+  ): Promise<void> {
     const over = this.enter('touch', [stream, group, consumer, [...ids]]);
     if (over) return over;
     const state = this.state(stream, group);
@@ -370,7 +399,8 @@ export class FakeStreamsClient implements StreamsClient {
     const out: GroupInfo[] = [];
     for (const [key, state] of this.groupStates) {
       const [s, name] = key.split('\u0000');
-      if (s === stream) out.push({ name, pending: state.pel.size, lag: null, lastDeliveredId: state.lastId });
+      if (s === stream)
+        out.push({ name, pending: state.pel.size, lag: null, lastDeliveredId: state.lastId });
     }
     return out;
   }
@@ -461,7 +491,13 @@ export class FakeStreamsClient implements StreamsClient {
   }
 
   /** XREADGROUP with an id: the own PEL after `id`; deleted entries come back with nil fields. */
-  private readOwn(stream: string, group: string, consumer: string, count: number, id: string): RawEntry[] {
+  private readOwn(
+    stream: string,
+    group: string,
+    consumer: string,
+    count: number,
+    id: string,
+  ): RawEntry[] {
     const state = this.state(stream, group);
     const now = Date.now();
     const ids = [...state.pel.entries()]
