@@ -1,0 +1,24 @@
+import { Module } from '@nestjs/common';
+// A real app imports this from 'nestjs-echo-stream'.
+import { EchoStreamModule } from '../lib';
+import { SampleConfig, SampleConfigModule } from './config';
+import { OrdersModule } from './orders';
+import { StatsModule } from './stats/stats.module';
+
+/** The sample: publish orders over HTTP, consume them in two groups, watch it on `GET /`. */
+@Module({
+  imports: [
+    SampleConfigModule,
+    EchoStreamModule.forRootAsync({
+      inject: [SampleConfig],
+      useFactory: (config: SampleConfig) => ({
+        connection: config.redisUrl,
+        consumerName: config.consumerName,
+        shutdownTimeoutMs: 5000,
+      }),
+    }),
+    OrdersModule,
+    StatsModule,
+  ],
+})
+export class AppModule {}

@@ -1,0 +1,2 @@
+export { SampleConfig } from './sample.config';
+export { SampleConfigModule } from './sample-config.module';

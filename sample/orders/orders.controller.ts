@@ -1,0 +1,16 @@
+import { Body, Controller, HttpCode, Post } from '@nestjs/common';
+// A real app imports these from 'nestjs-echo-stream'.
+import { StreamProducer, type PublishReceipt } from '../../lib';
+import { ORDERS_STREAM, parseOrder } from './order';
+
+/** `POST /orders {"sku":"A-1","qty":2}` publishes an order; 202 with its branded id. */
+@Controller('orders')
+export class OrdersController {
+  constructor(private readonly producer: StreamProducer) {}
+
+  @Post()
+  @HttpCode(202)
+  publish(@Body() body: unknown): Promise<PublishReceipt> {
+    return this.producer.publish(ORDERS_STREAM, parseOrder(body), { maxLen: 100_000 });
+  }
+}

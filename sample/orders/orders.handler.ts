@@ -1,0 +1,42 @@
+import { Injectable, Logger } from '@nestjs/common';
+// A real app imports these from 'nestjs-echo-stream'.
+import { StreamHandler, type StreamMessage } from '../../lib';
+import { SampleConfig } from '../config';
+import { ORDERS_STREAM, type Order } from './order';
+import { OrderLedger } from './order-ledger.service';
+
+/**
+ * Billing: charges each order once. Fails at random (`FAILURE_RATE`) to show retries: a failed
+ * entry stays pending, is reclaimed after `minIdleMs` (3 s here) and handled again with
+ * `attempts` + 1. A poison order fails every time and is dead-lettered after 3 deliveries.
+ */
+@Injectable()
+export class OrdersHandler {
+  private readonly logger = new Logger(OrdersHandler.name);
+
+  constructor(
+    private readonly config: SampleConfig,
+    private readonly ledger: OrderLedger,
+  ) {}
+
+  @StreamHandler(ORDERS_STREAM, 'billing', { maxDeliveries: 3, minIdleMs: 3000, blockMs: 2000 })
+  async charge(message: StreamMessage<Order>): Promise<void> {
+    const { id, attempts, payload } = message;
+    if (payload.poison) {
+      throw new Error(`poison order ${id}: refused on every delivery (attempt ${attempts})`);
+    }
+    if (this.ledger.seen(id)) {
+      this.logger.log(`order ${id} was charged already: skipping the duplicate delivery`);
+      return;
+    }
+    if (Math.random() < this.config.failureRate) {
+      throw new Error(
+        `simulated failure charging order ${id} (FAILURE_RATE=${this.config.failureRate}, attempt ${attempts})`,
+      );
+    }
+    this.ledger.record(id);
+    this.logger.log(
+      `handled order ${id}: ${payload.qty} x ${payload.sku} (entry ${message.entryId}, attempt ${attempts})`,
+    );
+  }
+}

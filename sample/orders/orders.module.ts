@@ -1,0 +1,14 @@
+import { Module } from '@nestjs/common';
+import { DeadLettersHandler } from './dead-letters.handler';
+import { OrderLedger } from './order-ledger.service';
+import { OrdersController } from './orders.controller';
+import { OrdersHandler } from './orders.handler';
+import { ShippingHandler } from './shipping.handler';
+
+/** Publishing, billing, shipping and the dead letters of the orders stream. */
+@Module({
+  controllers: [OrdersController],
+  providers: [OrderLedger, OrdersHandler, ShippingHandler, DeadLettersHandler],
+  exports: [OrderLedger, DeadLettersHandler],
+})
+export class OrdersModule {}

@@ -1,0 +1,379 @@
+#!/usr/bin/env node
+/**
+ * `npm run demo`: builds the sample app (sample/, CommonJS into .sample-dist/), starts a
+ * throw-away redis-server when REDIS_URL is unset, runs the sample on PORT (default: a free
+ * port), publishes a steady trickle of orders through `POST /orders` (with a poison order now and
+ * then, which billing refuses until it is dead-lettered) plus undecodable entries written straight
+ * to the stream, and prints the app's log (handled orders, retries, dead letters) and a figures
+ * line every 5 s. Open the printed URL for the live page.
+ *
+ *   npm run demo                   # until Ctrl-C
+ *   DEMO_SECONDS=20 npm run demo   # stops by itself after 20 s (exit 0)
+ *
+ * Environment: REDIS_URL (use this server instead of a throw-away one; the demo writes to the
+ * streams `orders` and `orders:dlq` and creates the groups `billing` and `shipping`), PORT, HOST,
+ * FAILURE_RATE (default 0.1), DEMO_RATE (orders per second, default 4), DEMO_SECONDS,
+ * DEMO_VERBOSE=1 (print Nest's start-up lines and full stacks).
+ */
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const SAMPLE_MAIN = path.join(ROOT, '.sample-dist', 'sample', 'main.js');
+const HOST = process.env.HOST || '127.0.0.1';
+const RATE = Number(process.env.DEMO_RATE || 4);
+const SECONDS = process.env.DEMO_SECONDS ? Number(process.env.DEMO_SECONDS) : undefined;
+const VERBOSE = process.env.DEMO_VERBOSE === '1';
+const STREAM = 'orders';
+const SKUS = ['A-1', 'B-7', 'C-3', 'D-9', 'E-2'];
+/** Every Nth order is poison, every Mth tick also writes an undecodable entry (first ones early). */
+const POISON_EVERY = 40;
+const UNDECODABLE_EVERY = 60;
+
+const color = process.stdout.isTTY && !process.env.NO_COLOR;
+const paint = (code, text) => (color ? `\x1b[${code}m${text}\x1b[0m` : text);
+const say = (text) => console.log(`${paint('1;36', 'demo')} ${text}`);
+
+if (!(RATE > 0 && RATE <= 1000))
+  fail(`DEMO_RATE must be a number from 0 to 1000, got ${process.env.DEMO_RATE}`);
+if (SECONDS !== undefined && !(SECONDS > 0))
+  fail(`DEMO_SECONDS must be a positive number, got ${process.env.DEMO_SECONDS}`);
+
+function fail(message) {
+  console.error(`demo: ${message}`);
+  process.exit(1);
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Runs a command to completion with its output shown; rejects on a non-zero exit. */
+function runVisible(cmd, args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd: ROOT, stdio: 'inherit' });
+    child.on('error', reject);
+    child.on('exit', (code, sig) =>
+      code === 0 ? resolve() : reject(new Error(`${cmd} exited with ${sig ?? code}`)),
+    );
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the demo started, stopped in reverse order (app first, then its redis-server).
+// ---------------------------------------------------------------------------------------------
+const state = {
+  base: undefined,
+  app: undefined,
+  redis: undefined,
+  redisDir: undefined,
+  client: undefined,
+  timers: [],
+};
+let stopping;
+
+/** Last resort on any exit: nothing the demo started outlives it. */
+process.on('exit', () => {
+  for (const child of [state.app, state.redis]) {
+    if (child && child.exitCode === null && child.signalCode === null) {
+      try {
+        process.kill(child.pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+  }
+  if (state.redisDir) fs.rmSync(state.redisDir, { recursive: true, force: true });
+});
+
+function waitExit(child, ms) {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
+  return Promise.race([
+    new Promise((r) => child.once('exit', () => r(true))),
+    sleep(ms).then(() => false),
+  ]);
+}
+
+async function stop(reason, code = 0) {
+  if (stopping) return stopping;
+  stopping = (async () => {
+    say(reason);
+    for (const t of state.timers) clearInterval(t);
+    if (state.base && state.app && state.app.exitCode === null) {
+      try {
+        const res = await fetch(`${state.base}/stats`, { signal: AbortSignal.timeout(2000) });
+        say(paint('33', `final: ${figures(await res.json())}`));
+      } catch {
+        // no figures
+      }
+    }
+    if (state.app && state.app.exitCode === null) {
+      state.app.kill('SIGTERM'); // the sample's enableShutdownHooks(): loops stop, app.close()
+      if (!(await waitExit(state.app, 15_000))) {
+        say('the app did not stop within 15 s: killing it');
+        state.app.kill('SIGKILL');
+        await waitExit(state.app, 2000);
+      }
+    }
+    if (state.client) state.client.disconnect();
+    if (state.redis) {
+      state.redis.kill('SIGTERM');
+      if (!(await waitExit(state.redis, 3000))) state.redis.kill('SIGKILL');
+      await waitExit(state.redis, 2000);
+      fs.rmSync(state.redisDir, { recursive: true, force: true });
+      state.redisDir = undefined;
+      say('throw-away redis-server stopped');
+    }
+    process.exit(code);
+  })();
+  return stopping;
+}
+
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(sig, () => void stop(`${sig}: stopping`));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function startRedis() {
+  state.redisDir = fs.mkdtempSync(path.join(os.tmpdir(), 'echo-stream-demo-'));
+  const port = await freePort();
+  // detached: Ctrl-C in the terminal reaches the demo only; it stops the app, then this server.
+  const child = spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      state.redisDir,
+      '--daemonize',
+      'no',
+      '--logfile',
+      path.join(state.redisDir, 'redis.log'),
+    ],
+    { stdio: 'ignore', detached: true },
+  );
+  state.redis = child;
+  await new Promise((resolve, reject) => {
+    child.once('spawn', resolve);
+    child.once('error', (err) =>
+      reject(
+        new Error(
+          err.code === 'ENOENT'
+            ? "redis-server not found: install it ('apt-get install -y redis-server') or set REDIS_URL"
+            : `redis-server: ${err.message}`,
+        ),
+      ),
+    );
+  });
+  const url = `redis://127.0.0.1:${port}`;
+  const probe = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  probe.on('error', () => undefined);
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    if (child.exitCode !== null)
+      throw new Error(`redis-server exited during start (see ${state.redisDir}/redis.log)`);
+    try {
+      await probe.connect();
+      await probe.ping();
+      probe.disconnect();
+      break;
+    } catch {
+      probe.disconnect();
+      if (Date.now() > deadline) throw new Error(`redis-server did not answer on port ${port}`);
+      await sleep(50);
+    }
+  }
+  return url;
+}
+
+const NOISE = /\[(InstanceLoader|RoutesResolver|RouterExplorer|NestFactory)\]/;
+const ANSI = /\x1b\[[0-9;]*m/g;
+
+/** Prints the app's log lines: start-up noise and stack frames only with DEMO_VERBOSE=1. */
+function relay(stream, onLine) {
+  let buf = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk) => {
+    buf += chunk;
+    let nl;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      const plain = line.replace(ANSI, '');
+      onLine(plain);
+      if (!VERBOSE && (NOISE.test(plain) || /^\s+at /.test(plain))) continue;
+      console.log(`${paint('2', 'app ')} ${line}`);
+    }
+  });
+}
+
+async function startApp(redisUrl, port) {
+  const env = { ...process.env, REDIS_URL: redisUrl, PORT: String(port), HOST };
+  delete env.NODE_OPTIONS; // npm test's --experimental-vm-modules is not for the app
+  if (!color) env.NO_COLOR = '1';
+  const child = spawn(process.execPath, [SAMPLE_MAIN], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  state.app = child;
+  let listening = false;
+  const ready = new Promise((resolve, reject) => {
+    relay(child.stdout, (line) => {
+      if (!listening && /listening on http/.test(line)) {
+        listening = true;
+        resolve();
+      }
+    });
+    relay(child.stderr, () => undefined);
+    child.once('exit', (code, sig) => {
+      if (!listening) reject(new Error(`the sample app exited during start (${sig ?? code})`));
+      else if (!stopping) void stop(`the sample app exited (${sig ?? code})`, 1);
+    });
+  });
+  const timeout = sleep(60_000).then(() => {
+    throw new Error('the sample app did not start listening within 60 s');
+  });
+  await Promise.race([ready, timeout]);
+}
+
+async function postOrder(base, order) {
+  const res = await fetch(`${base}/orders`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(order),
+  });
+  if (res.status !== 202) throw new Error(`POST /orders -> ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+function figures(s) {
+  return s.loops
+    .map((l) => {
+      const i = l.inspection;
+      return (
+        `${l.stream}/${l.group} ${l.state} in ${l.tpsIn.toFixed(1)}/s out ${l.tpsOut.toFixed(1)}/s ` +
+        `acked ${l.totalAcked} errors ${l.totalErrors} dlq ${l.totalDlq}` +
+        (i ? ` pending ${i.pending} lag ${i.lag ?? '-'}` : '')
+      );
+    })
+    .join(' | ');
+}
+
+async function main() {
+  const t0 = Date.now();
+  say('building the sample (tsc -p sample/tsconfig.json -> .sample-dist/)');
+  await runVisible(process.execPath, [
+    path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'),
+    '-p',
+    'sample/tsconfig.json',
+  ]);
+
+  let redisUrl = process.env.REDIS_URL;
+  if (redisUrl) {
+    say(
+      `using REDIS_URL=${redisUrl.replace(/\/\/([^@/]*)@/, '//***@')}: writes to the streams 'orders' and 'orders:dlq'`,
+    );
+  } else {
+    redisUrl = await startRedis();
+    say(`started a throw-away redis-server on ${redisUrl} (stopped when the demo ends)`);
+  }
+  const port = process.env.PORT ? Number(process.env.PORT) : await freePort();
+  await startApp(redisUrl, port);
+  const base = `http://${HOST === '0.0.0.0' ? '127.0.0.1' : HOST}:${port}`;
+  state.base = base;
+  state.client = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  state.client.on('error', () => undefined);
+
+  console.log('');
+  say(paint('1', `live page:  ${base}/`));
+  say(`JSON stats: ${base}/stats`);
+  say(`Prometheus: ${base}/metrics`);
+  say(
+    `publishing ~${RATE} orders/s through POST /orders (FAILURE_RATE ${process.env.FAILURE_RATE ?? 0.1}), ` +
+      `a poison order every ${POISON_EVERY} and an undecodable entry every ${UNDECODABLE_EVERY}; ` +
+      (SECONDS ? `stopping after ${SECONDS} s` : 'Ctrl-C to stop'),
+  );
+  console.log('');
+
+  let n = 0;
+  let publishErrors = 0;
+  const publishTick = async () => {
+    n++;
+    try {
+      if (n % UNDECODABLE_EVERY === 4) {
+        // A foreign producer's mistake: `data` is not JSON. Dead-lettered at once (decode_error).
+        const entryId = await state.client.xadd(
+          STREAM,
+          '*',
+          'id',
+          `demo-bad-${n}`,
+          'data',
+          `{"sku": "X-${n}", oops`,
+        );
+        say(`wrote an undecodable entry ${entryId} (id demo-bad-${n})`);
+      }
+      const poison = n % POISON_EVERY === 2;
+      const order = {
+        sku: SKUS[n % SKUS.length],
+        qty: 1 + (n % 4),
+        ...(poison ? { poison: true } : {}),
+      };
+      const { id } = await postOrder(base, order);
+      if (poison)
+        say(`published a poison order ${id}: billing refuses it 3 times, then it is dead-lettered`);
+    } catch (err) {
+      if (!stopping && ++publishErrors <= 3) say(`publish failed: ${err.message}`);
+    }
+  };
+  state.timers.push(setInterval(() => void publishTick(), Math.max(1, Math.round(1000 / RATE))));
+  state.timers.push(
+    setInterval(async () => {
+      try {
+        const res = await fetch(`${base}/stats`);
+        if (!stopping) say(paint('33', figures(await res.json())));
+      } catch {
+        // the app is stopping
+      }
+    }, 5000),
+  );
+  if (SECONDS) {
+    state.timers.push(
+      setTimeout(
+        () =>
+          void stop(
+            `DEMO_SECONDS=${SECONDS} reached (${((Date.now() - t0) / 1000).toFixed(0)} s in all): stopping`,
+          ),
+        SECONDS * 1000,
+      ),
+    );
+  }
+}
+
+main().catch((err) => void stop(`failed: ${err.message}`, 1));

@@ -1,0 +1,56 @@
+'use strict';
+/* eslint-disable @typescript-eslint/no-require-imports -- a plain CommonJS app */
+/**
+ * A plain CommonJS Nest 11 app using the packed package through `require()`.
+ * Decorators are applied by hand (no compiler). Prints `ready`, then `handled <json>` for the
+ * first message of `compat-stream`, closes the app and exits on its own (no process.exit: an open
+ * handle left by app.close() would keep it alive, and run.mjs reports that).
+ */
+require('reflect-metadata');
+const { Injectable, Module } = require('@nestjs/common');
+const { NestFactory } = require('@nestjs/core');
+const { ConsumerStats, EchoStreamModule, StreamHandler } = require('nestjs-echo-stream');
+
+let markHandled;
+const handled = new Promise((resolve) => (markHandled = resolve));
+
+class CompatHandler {
+  handle(message) {
+    const { id, entryId, stream, group, consumer, payload, attempts } = message;
+    console.log(
+      `handled ${JSON.stringify({ id, entryId, stream, group, consumer, payload, attempts })}`,
+    );
+    markHandled();
+  }
+}
+StreamHandler('compat-stream', 'compat', { blockMs: 1000 })(
+  CompatHandler.prototype,
+  'handle',
+  Object.getOwnPropertyDescriptor(CompatHandler.prototype, 'handle'),
+);
+Injectable()(CompatHandler);
+
+class AppModule {}
+Module({
+  imports: [
+    EchoStreamModule.forRoot({ connection: process.env.REDIS_URL, consumerName: 'compat' }),
+  ],
+  providers: [CompatHandler],
+})(AppModule);
+
+async function main() {
+  const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error', 'warn'] });
+  const loops = app
+    .get(ConsumerStats)
+    .snapshot()
+    .map((s) => s.handler);
+  console.log(`ready ${JSON.stringify(loops)}`);
+  await handled;
+  await app.close();
+  console.log('closed');
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});

@@ -1,0 +1,48 @@
+/**
+ * A plain ESM Nest 12 app using the packed (CommonJS) package through `import`: Node's CJS named
+ * exports detection for the package, and the package's own require('@nestjs/common') reaching
+ * Nest 12 through require(esm). Decorators are applied by hand (no compiler). Prints `ready`,
+ * then `handled <json>` for the first message of `compat-stream`, closes the app and exits on its
+ * own (no process.exit: an open handle left by app.close() would keep it alive).
+ */
+import 'reflect-metadata';
+import { Injectable, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ConsumerStats, EchoStreamModule, StreamHandler } from 'nestjs-echo-stream';
+
+let markHandled;
+const handled = new Promise((resolve) => (markHandled = resolve));
+
+class CompatHandler {
+  handle(message) {
+    const { id, entryId, stream, group, consumer, payload, attempts } = message;
+    console.log(
+      `handled ${JSON.stringify({ id, entryId, stream, group, consumer, payload, attempts })}`,
+    );
+    markHandled();
+  }
+}
+StreamHandler('compat-stream', 'compat', { blockMs: 1000 })(
+  CompatHandler.prototype,
+  'handle',
+  Object.getOwnPropertyDescriptor(CompatHandler.prototype, 'handle'),
+);
+Injectable()(CompatHandler);
+
+class AppModule {}
+Module({
+  imports: [
+    EchoStreamModule.forRoot({ connection: process.env.REDIS_URL, consumerName: 'compat' }),
+  ],
+  providers: [CompatHandler],
+})(AppModule);
+
+const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error', 'warn'] });
+const loops = app
+  .get(ConsumerStats)
+  .snapshot()
+  .map((s) => s.handler);
+console.log(`ready ${JSON.stringify(loops)}`);
+await handled;
+await app.close();
+console.log('closed');

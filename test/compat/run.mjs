@@ -1,0 +1,341 @@
+#!/usr/bin/env node
+/**
+ * Nest 11 (CommonJS) and Nest 12 (ESM) compatibility check of the PACKED package.
+ *
+ *   npm run test:compat              # both apps
+ *   node test/compat/run.mjs esm-nest12
+ *
+ * For each app template beside this file it: copies the template into a temp dir, `npm install`s
+ * the tarball of `npm pack` plus that Nest major (and reflect-metadata, rxjs, ioredis), type-checks
+ * the template's check.cts / check.mts against the installed typings (tsc, moduleResolution nodenext), starts a
+ * throw-away redis-server on a free loopback port, runs the app with REDIS_URL pointing at it,
+ * publishes `XADD compat-stream * id evt-1 data {"a":1}` with redis-cli once the app says `ready`,
+ * and asserts that the app handled exactly that payload, closed and exited 0 on its own (no open
+ * handles), and that XPENDING of the group is 0 afterwards. One line per app; exit 1 on a failure.
+ *
+ * Needs: a built dist/ (built here when missing), network or a warm npm cache (installs use
+ * --prefer-offline), redis-server and redis-cli on PATH. KEEP_COMPAT_TMP=1 keeps the temp dir.
+ */
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { fileURLToPath } from 'node:url';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, '..', '..');
+const APP_TIMEOUT_MS = 60_000;
+const EXIT_AFTER_CLOSE_MS = 5_000;
+const STREAM = 'compat-stream';
+const GROUP = 'compat';
+
+/** The app templates (directories beside this file). */
+const APPS = [
+  { name: 'cjs-nest11', nest: '11', entry: 'main.js', kind: 'CommonJS require()' },
+  { name: 'esm-nest12', nest: '12', entry: 'main.mjs', kind: 'ESM import' },
+];
+
+const children = new Set();
+let tmpRoot;
+
+function elapsed(since) {
+  return `${((Date.now() - since) / 1000).toFixed(1)}s`;
+}
+
+/** Runs a command to completion; rejects with its output when it exits non-zero. */
+function run(cmd, args, opts = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], ...opts });
+    children.add(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', (err) => {
+      children.delete(child);
+      reject(new Error(`${cmd}: ${err.message}`));
+    });
+    child.on('close', (code, signal) => {
+      children.delete(child);
+      if (code === 0) return resolve({ stdout, stderr });
+      reject(
+        new Error(
+          `${cmd} ${args.join(' ')} exited with ${signal ?? code}\n${tail(stdout + stderr, 40)}`,
+        ),
+      );
+    });
+  });
+}
+
+function tail(text, lines = 20) {
+  return text.trimEnd().split('\n').slice(-lines).join('\n');
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** A throw-away redis-server (no persistence) on a free loopback port. */
+async function startRedis(dir) {
+  fs.mkdirSync(dir, { recursive: true });
+  const port = await freePort();
+  const child = spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+      '--daemonize',
+      'no',
+      '--logfile',
+      path.join(dir, 'redis.log'),
+    ],
+    { stdio: 'ignore' },
+  );
+  children.add(child);
+  let exited = false;
+  const exitedP = new Promise((r) =>
+    child.once('exit', () => ((exited = true), children.delete(child), r())),
+  );
+  child.once('error', (err) => {
+    exited = true;
+    console.error(
+      `redis-server: ${err.message} (install it with 'apt-get install -y redis-server')`,
+    );
+  });
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    if (exited) throw new Error(`redis-server exited during start (port ${port})`);
+    const pong = await run('redis-cli', ['-p', String(port), 'PING']).catch(() => ({ stdout: '' }));
+    if (pong.stdout.trim() === 'PONG') break;
+    if (Date.now() > deadline) throw new Error(`redis-server did not answer PING on port ${port}`);
+    await sleep(50);
+  }
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    cli: (...args) => run('redis-cli', ['-p', String(port), ...args]).then((r) => r.stdout.trim()),
+    async stop() {
+      if (!exited) child.kill('SIGTERM');
+      await Promise.race([exitedP, sleep(3000)]);
+      if (!exited) child.kill('SIGKILL');
+      await exitedP;
+    },
+  };
+}
+
+/** Runs the app, publishes once it is ready, and collects its output and exit. */
+function runApp(app, dir, redis) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [app.entry], {
+      cwd: dir,
+      env: { ...process.env, REDIS_URL: redis.url, NODE_OPTIONS: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.add(child);
+    let stdout = '';
+    let stderr = '';
+    let published = false;
+    let closedAt;
+    const fail = (why) => {
+      child.kill('SIGKILL');
+      reject(new Error(`${why}\n--- app output ---\n${tail(stdout + stderr, 40)}`));
+    };
+    const timer = setTimeout(() => fail(`no exit within ${APP_TIMEOUT_MS} ms`), APP_TIMEOUT_MS);
+    let closeTimer;
+    child.stdout.on('data', (d) => {
+      stdout += d;
+      if (!published && /^ready /m.test(stdout)) {
+        published = true;
+        redis
+          .cli('XADD', STREAM, '*', 'id', 'evt-1', 'data', '{"a":1}')
+          .catch((err) => fail(`XADD failed: ${err.message}`));
+      }
+      if (closedAt === undefined && /^closed$/m.test(stdout)) {
+        closedAt = Date.now();
+        closeTimer = setTimeout(
+          () =>
+            fail(
+              `printed 'closed' but did not exit within ${EXIT_AFTER_CLOSE_MS} ms: open handles after app.close()`,
+            ),
+          EXIT_AFTER_CLOSE_MS,
+        );
+      }
+    });
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', (err) => fail(err.message));
+    child.on('close', (code, signal) => {
+      children.delete(child);
+      clearTimeout(timer);
+      clearTimeout(closeTimer);
+      if (code !== 0) return fail(`app exited with ${signal ?? code}`);
+      resolve({ stdout, stderr });
+    });
+  });
+}
+
+function readVersion(dir, pkg) {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(dir, 'node_modules', pkg, 'package.json'), 'utf8'))
+      .version;
+  } catch {
+    return undefined;
+  }
+}
+
+async function check(app, tarball) {
+  const t0 = Date.now();
+  const dir = path.join(tmpRoot, app.name);
+  fs.cpSync(path.join(HERE, app.name), dir, { recursive: true });
+
+  const tInstall = Date.now();
+  await run(
+    'npm',
+    [
+      'install',
+      '--no-audit',
+      '--no-fund',
+      '--prefer-offline',
+      '--loglevel=error',
+      tarball,
+      `@nestjs/common@${app.nest}`,
+      `@nestjs/core@${app.nest}`,
+      'reflect-metadata',
+      'rxjs',
+      'ioredis',
+    ],
+    { cwd: dir, env: { ...process.env, NODE_OPTIONS: '' } },
+  );
+  const installTime = elapsed(tInstall);
+  const nestVersion = readVersion(dir, '@nestjs/core');
+  if (!nestVersion?.startsWith(`${app.nest}.`)) {
+    throw new Error(`expected @nestjs/core ${app.nest}.x, installed ${nestVersion}`);
+  }
+  // Peer dependencies: the package must use the app's Nest, never a copy of its own.
+  const nested = path.join(dir, 'node_modules', 'nestjs-echo-stream', 'node_modules', '@nestjs');
+  if (fs.existsSync(nested)) throw new Error(`a second @nestjs copy was installed under ${nested}`);
+
+  const tCheck = Date.now();
+  await run(process.execPath, [
+    path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'),
+    '-p',
+    path.join(dir, 'tsconfig.json'),
+    '--typeRoots',
+    path.join(ROOT, 'node_modules', '@types'),
+    '--types',
+    'node',
+  ]);
+  const checkTime = elapsed(tCheck);
+
+  const redis = await startRedis(path.join(dir, '.redis'));
+  try {
+    const tRun = Date.now();
+    const { stdout } = await runApp(app, dir, redis);
+    const runTime = elapsed(tRun);
+    const line = stdout.split('\n').find((l) => l.startsWith('handled '));
+    if (!line) throw new Error(`no 'handled' line\n${tail(stdout)}`);
+    const handled = JSON.parse(line.slice('handled '.length));
+    const expected = {
+      id: 'evt-1',
+      stream: STREAM,
+      group: GROUP,
+      consumer: 'compat',
+      payload: { a: 1 },
+      attempts: 1,
+    };
+    for (const [key, value] of Object.entries(expected)) {
+      if (!isDeepStrictEqual(handled[key], value)) {
+        throw new Error(
+          `handled.${key} = ${JSON.stringify(handled[key])}, expected ${JSON.stringify(value)}`,
+        );
+      }
+    }
+    const ready = stdout.split('\n').find((l) => l.startsWith('ready '));
+    const pending = (await redis.cli('XPENDING', STREAM, GROUP)).split('\n')[0];
+    if (pending !== '0') throw new Error(`XPENDING ${STREAM} ${GROUP} = ${pending}, expected 0`);
+    return (
+      `ok (Nest ${nestVersion}, ${app.kind}, node ${process.version}) ` +
+      `loops ${ready.slice(6)}, handled ${handled.id} ${JSON.stringify(handled.payload)} ` +
+      `attempts ${handled.attempts}, XPENDING 0, exited after close; ` +
+      `install ${installTime}, tsc ${checkTime}, run ${runTime}, total ${elapsed(t0)}`
+    );
+  } finally {
+    await redis.stop();
+  }
+}
+
+function cleanup() {
+  for (const child of children) child.kill('SIGKILL');
+  if (tmpRoot && !process.env.KEEP_COMPAT_TMP) fs.rmSync(tmpRoot, { recursive: true, force: true });
+}
+
+async function main() {
+  const t0 = Date.now();
+  const wanted = process.argv.slice(2);
+  const apps = wanted.length ? APPS.filter((a) => wanted.includes(a.name)) : APPS;
+  if (apps.length === 0)
+    throw new Error(`unknown app; known: ${APPS.map((a) => a.name).join(', ')}`);
+
+  if (!fs.existsSync(path.join(ROOT, 'dist', 'index.js'))) {
+    console.log('compat: dist/ missing, running npm run build');
+    await run('npm', ['run', 'build'], { cwd: ROOT });
+  }
+  tmpRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'echo-stream-compat-'));
+  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', tmpRoot], {
+    cwd: ROOT,
+  });
+  const [packed] = JSON.parse(stdout);
+  const tarball = path.join(tmpRoot, packed.filename);
+  console.log(
+    `compat: packed ${packed.filename} (${packed.entryCount} files, ${(packed.size / 1024).toFixed(0)} kB) in ${tmpRoot}`,
+  );
+
+  const results = await Promise.allSettled(apps.map((app) => check(app, tarball)));
+  let failed = 0;
+  results.forEach((r, i) => {
+    if (r.status === 'fulfilled') console.log(`${apps[i].name}: ${r.value}`);
+    else {
+      failed++;
+      console.log(`${apps[i].name}: FAIL ${r.reason?.message ?? r.reason}`);
+    }
+  });
+  console.log(`compat: took ${elapsed(t0)}`);
+  console.log(`compat: ${apps.length - failed} passed, ${failed} failed`);
+  return failed === 0 ? 0 : 1;
+}
+
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.once(sig, () => {
+    cleanup();
+    process.exit(130);
+  });
+}
+
+main()
+  .then((code) => {
+    cleanup();
+    process.exitCode = code;
+  })
+  .catch((err) => {
+    cleanup();
+    console.error(`compat: ${err.stack ?? err}`);
+    process.exitCode = 1;
+  });
