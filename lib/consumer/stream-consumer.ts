@@ -18,6 +18,12 @@ interface HeldBatch {
   touchedAt: number;
 }
 
+/** The batch in a handler: what started and what settled ok, so a timed-out stop can settle it. */
+interface HandlingBatch extends HeldBatch {
+  started: Set<string>;
+  ok: string[];
+}
+
 /** Verdicts of one handled batch. */
 interface HandleOutcome {
   ok: string[];
@@ -57,7 +63,9 @@ export class StreamConsumer {
   private nextSweepAt = 0;
   private streak = 0;
   private pendingAcks: string[] = [];
-  private held: HeldBatch | null = null;
+  private held: HandlingBatch | null = null;
+  /** `stop()` gave up on a handler and settled its batch itself; the loop's outcome is dropped. */
+  private abandoned = false;
   /** The entries on the dead-letter path right now: claimed by us, kept claimed like `held`. */
   private dying: HeldBatch | null = null;
   private heartbeat: NodeJS.Timeout | null = null;
@@ -136,7 +144,8 @@ export class StreamConsumer {
     void this.wakeParkedRead();
     const finished = await settleWithin(this.running, timeoutMs);
     if (!finished) {
-      const ids = this.held ? [...this.held.unsettled].join(', ') : '';
+      this.abandoned = true;
+      const ids = (await this.settleAbandoned()).join(', ');
       this.logger.warn(
         `${this.where}: handlers still running after ${timeoutMs} ms (entries ${ids || '-'}); ` +
           `they stay pending and are reclaimed after minIdleMs`,
@@ -408,6 +417,7 @@ export class StreamConsumer {
     if (messages.length === 0) return;
 
     const outcome = await this.handle(messages);
+    if (this.abandoned) return; // stop() settled this batch already and closed the connection
     for (const id of outcome.ok) this.pendingAcks.push(id);
     if (outcome.unstarted.length > 0) {
       await this.config.client.release(
@@ -424,34 +434,43 @@ export class StreamConsumer {
   }
 
   private async handle(messages: StreamMessage<unknown>[]): Promise<HandleOutcome> {
-    this.held = { unsettled: new Set(messages.map((m) => m.entryId)), touchedAt: this.now() };
+    const held: HandlingBatch = {
+      unsettled: new Set(messages.map((m) => m.entryId)),
+      touchedAt: this.now(),
+      started: new Set(),
+      ok: [],
+    };
+    this.held = held;
     try {
       return this.config.handler.batch
-        ? await this.handleBatch(messages)
-        : await this.handleEach(messages);
+        ? await this.handleBatch(messages, held)
+        : await this.handleEach(messages, held);
     } finally {
       this.held = null;
     }
   }
 
   /** Per-entry mode: up to `concurrency` handlers at once, in stream order when 1. */
-  private async handleEach(messages: StreamMessage<unknown>[]): Promise<HandleOutcome> {
+  private async handleEach(
+    messages: StreamMessage<unknown>[],
+    held: HandlingBatch,
+  ): Promise<HandleOutcome> {
     const { handler } = this.config;
     if (handler.batch) throw new TypeError('handleEach needs a per-entry handler');
     const call = (message: StreamMessage<unknown>): unknown => handler.call(message);
-    const ok: string[] = [];
     let next = 0;
     const work = async (): Promise<void> => {
       while (next < messages.length && !this.stopping) {
         const message = messages[next++];
-        if (await this.invoke(call, message)) ok.push(message.entryId);
-        this.held?.unsettled.delete(message.entryId);
+        held.started.add(message.entryId);
+        if (await this.invoke(call, message)) held.ok.push(message.entryId);
+        held.unsettled.delete(message.entryId);
       }
     };
     const workers = Math.min(this.options.concurrency, messages.length);
     if (workers === 1) await work();
     else await Promise.all(Array.from({ length: workers }, work));
-    return { ok, unstarted: messages.slice(next).map((m) => m.entryId) };
+    return { ok: held.ok.splice(0), unstarted: messages.slice(next).map((m) => m.entryId) };
   }
 
   private async invoke(
@@ -473,11 +492,15 @@ export class StreamConsumer {
   }
 
   /** Batch mode: one call per read; it returns what to ack. */
-  private async handleBatch(messages: StreamMessage<unknown>[]): Promise<HandleOutcome> {
+  private async handleBatch(
+    messages: StreamMessage<unknown>[],
+    held: HandlingBatch,
+  ): Promise<HandleOutcome> {
     const { handler } = this.config;
     if (this.stopping || !handler.batch)
       return { ok: [], unstarted: messages.map((m) => m.entryId) };
     const inBatch = new Set(messages.map((m) => m.entryId));
+    for (const id of inBatch) held.started.add(id);
     let returned;
     try {
       returned = await handler.call(messages);
@@ -564,6 +587,37 @@ export class StreamConsumer {
     const found = await Promise.all(ids.map((id) => client.range(this.stream, id, id, 1)));
     const gone = ids.filter((_, i) => found[i].length === 0);
     if (gone.length > 0) await this.settleDeleted(gone);
+  }
+
+  /**
+   * `stop()` gave up waiting for a handler: acks what settled (the pending acks and the entries of
+   * the batch in hand that finished) and releases the entries never started, as a stop that did not
+   * time out would. Returns the entries still in a handler: they stay pending.
+   */
+  private async settleAbandoned(): Promise<string[]> {
+    const held = this.held;
+    const acks = this.takeAcks();
+    if (held) acks.push(...held.ok.splice(0));
+    const unsettled = held ? [...held.unsettled] : [];
+    const unstarted = unsettled.filter((id) => !held?.started.has(id));
+    try {
+      if (acks.length > 0) await this.ack(acks);
+      if (unstarted.length > 0) {
+        await this.config.client.release(
+          this.stream,
+          this.group,
+          this.consumer,
+          unstarted,
+          this.options.minIdleMs,
+        );
+        this.logger.log(`${this.where}: released ${unstarted.length} unstarted entries to peers`);
+      }
+    } catch (err) {
+      this.logger.error(
+        `${this.where}: settling at shutdown failed: ${errorText(err)}; entries stay pending`,
+      );
+    }
+    return unsettled.filter((id) => held?.started.has(id));
   }
 
   private takeAcks(): string[] {

@@ -1,0 +1,64 @@
+/**
+ * The engine's stop() when a handler outlasts the shutdown timeout (SPEC §7), against the
+ * in-memory `StreamsClient`: what settled is still acked, what never started is still released,
+ * only the entry in flight stays pending. (The fault suite checks the same with real processes:
+ * test/faults/consumer-crash.fault.spec.ts, S4b.)
+ */
+import { StreamConsumer } from '../../lib/consumer/stream-consumer';
+import { resolveHandlerOptions } from '../../lib/echo-stream.options';
+import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
+import { FakeStreamsClient } from '../support/fake-streams-client';
+import { MemoryLogger } from '../support/engine';
+import { waitFor } from '../support/wait-for';
+
+const S = 's';
+const G = 'g';
+
+describe('stop() past shutdownTimeoutMs', () => {
+  it('acks the entries that settled, releases the unstarted ones, leaves only the one in flight pending', async () => {
+    const fake = new FakeStreamsClient();
+    const [first, second, third, fourth] = fake.seedJson(S, 4);
+    const logger = new MemoryLogger();
+    const seen: string[] = [];
+    let release: () => void = () => undefined;
+    const stuck = new Promise<void>((resolve) => (release = resolve));
+    const consumer = new StreamConsumer({
+      stream: S,
+      group: G,
+      consumer: 'c1',
+      handlerName: 'Unit.handle',
+      options: resolveHandlerOptions(S, 'unit', {}, { blockMs: 50, minIdleMs: 5000 }),
+      client: fake,
+      handler: {
+        batch: false,
+        // the second entry ignores the abort signal and outlives the shutdown timeout
+        call: async (m: StreamMessage<unknown>) => {
+          seen.push(m.entryId);
+          if (m.entryId === second) await stuck;
+        },
+      },
+      deadLetters: { handlerCount: 0, deliver: async () => undefined },
+      logger,
+    });
+    consumer.start();
+    await waitFor(() => seen.length === 2, { timeoutMs: 2000 });
+
+    await consumer.stop(100);
+    expect(seen).toEqual([first, second]);
+    expect(fake.callsOf('ack').map((c) => c.args[2])).toEqual([[first]]);
+    expect(fake.callsOf('release').map((c) => c.args)).toEqual([
+      [S, G, 'c1', [third, fourth], 5000],
+    ]);
+    expect([...fake.pel(S, G).keys()]).toEqual([second, third, fourth]);
+    expect(fake.pel(S, G).get(third)!.idleMs).toBeGreaterThanOrEqual(5000);
+    expect(logger.has(new RegExp(`still running after 100 ms \\(entries ${second}\\)`))).toBe(true);
+    expect(consumer.snapshot().state).toBe('stopped');
+
+    // the stuck handler finishing late changes nothing: its batch was settled by stop()
+    const calls = fake.calls.length;
+    release();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(fake.calls.slice(calls).map((c) => c.method)).toEqual([]);
+    expect(logger.has(/acks at shutdown failed/)).toBe(false);
+  });
+});
