@@ -30,8 +30,15 @@ export function createConnection(
     redis = new Cluster(nodes, {
       ...options,
       enableAutoPipelining: false,
+      // PEL and stream reads decide what is acked (a replica may lag): always ask the masters
+      scaleReads: 'master',
       redisOptions: { connectionName, ...options.redisOptions, ...loopOverrides },
-      ...(purpose === 'loop' ? { maxRedirections: 16 } : {}),
+      // As `maxRetriesPerRequest: 0` on one node: no hidden retry loop on CLUSTERDOWN or a lost
+      // node (100 ms x maxRedirections, longer than a short read's deadline); the loop's backoff
+      // paces retries and its state says `degraded`. MOVED / ASK are still followed at once.
+      ...(purpose === 'loop'
+        ? { maxRedirections: 16, retryDelayOnClusterDown: 0, retryDelayOnFailover: 0 }
+        : {}),
     });
   } else if (typeof target.connection === 'string') {
     redis = new Redis(target.connection, { connectionName, ...loopOverrides });

@@ -1,4 +1,4 @@
-import type { Cluster, Redis } from 'ioredis';
+import { Command, type Cluster, type Redis } from 'ioredis';
 
 /** An ioredis connection: a single node or a cluster. */
 export type RedisConnection = Redis | Cluster;
@@ -127,9 +127,54 @@ export interface StreamsClient {
   close(): Promise<void>;
 }
 
-/** True for a Redis `NOGROUP` reply: the group (or its stream) no longer exists. */
+/** True when `redis` is an ioredis Cluster. */
+export function isCluster(redis: RedisConnection): redis is Cluster {
+  return (redis as Cluster).isCluster === true;
+}
+
+/** The hash slot of `key` (hash tags included), as ioredis routes it. */
+export function keySlot(key: string): number {
+  return new Command('xlen', [key]).getSlot();
+}
+
+/**
+ * The node connection of `cluster` that serves `key`'s slot now (its master), or `undefined`
+ * while the slot map is unknown. It is the very connection ioredis sends keyed commands on.
+ */
+function nodeOf(cluster: Cluster, key: string): Redis | undefined {
+  const nodeKey = cluster.slots[keySlot(key)]?.[0];
+  return nodeKey === undefined ? undefined : nodeByKey(cluster, nodeKey);
+}
+
+function nodeByKey(cluster: Cluster, nodeKey: string): Redis | undefined {
+  return cluster.nodes('master').find((node) => nodeKeyOf(node) === nodeKey);
+}
+
+/** ioredis's name of a node: `host:port`. */
+function nodeKeyOf(node: Redis): string {
+  return `${node.options.host}:${node.options.port}`;
+}
+
+/** True for an error reply of the server (not a connection failure): it would say the same again. */
+function isReplyError(err: unknown): boolean {
+  return err instanceof Error && err.name === 'ReplyError';
+}
+
+/**
+ * True for a reply saying the group (or its stream) no longer exists: `NOGROUP`, or the
+ * `UNBLOCKED the stream key no longer exists` that Redis 7 sends a read parked on a deleted stream.
+ */
 export function isNoGroupError(err: unknown): boolean {
-  return err instanceof Error && err.message.startsWith('NOGROUP');
+  return (
+    err instanceof Error &&
+    (err.message.startsWith('NOGROUP') ||
+      err.message.startsWith('UNBLOCKED the stream key no longer exists'))
+  );
+}
+
+/** True for an `OOM` reply: used memory is over `maxmemory` and the command may add data. */
+function isOomError(err: unknown): boolean {
+  return err instanceof Error && err.message.startsWith('OOM');
 }
 
 /** True for a Redis `NOSCRIPT`-free WRONGTYPE reply: the key holds another type. */
@@ -143,9 +188,19 @@ const DEFAULT_DEADLINE_MS = 10_000;
  * The one file that speaks Redis commands and parses their replies, over one ioredis connection
  * (single node or cluster). A consumer loop owns one of these on a dedicated connection, since a
  * parked XREADGROUP holds its connection; the producer and admin share another.
+ *
+ * On a Cluster every command names one key, so ioredis routes it to the master of that key's slot
+ * and follows MOVED / ASK (XGROUP and XINFO, which ioredis's command table lists without a key,
+ * reach a random master first and are redirected). Pipelines are split per slot. Keyless commands
+ * (CLIENT ID / UNBLOCK, CONFIG GET) are sent to the node they concern.
  */
 export class RedisStreamsClient implements StreamsClient {
+  /** Single node: CLIENT ID of `redis` (`null`: not allowed, `undefined`: not learned yet). */
   private connectionId: number | null | undefined;
+  /** Cluster: CLIENT ID of each node connection of `redis` (`null`: not allowed). */
+  private readonly nodeIds = new WeakMap<Redis, number | null>();
+  /** Cluster: the node connection the parked read was sent on (the master of its slot). */
+  private parkedNode: Redis | undefined;
   private parked = false;
 
   /**
@@ -173,7 +228,19 @@ export class RedisStreamsClient implements StreamsClient {
       return true;
     } catch (err) {
       if (err instanceof Error && err.message.startsWith('BUSYGROUP')) return false;
+      // NOTE: at maxmemory (noeviction) Redis answers OOM before it looks for the group, so an
+      // existing group gets OOM, not BUSYGROUP; reads and acks still work: go on with that group.
+      if (isOomError(err) && (await this.groupExists(stream, group))) return false;
       throw err;
+    }
+  }
+
+  /** True when XINFO GROUPS lists `group`; false when it does not or cannot tell. */
+  private async groupExists(stream: string, group: string): Promise<boolean> {
+    try {
+      return (await this.groups(stream)).some((info) => info.name === group);
+    } catch {
+      return false;
     }
   }
 
@@ -190,7 +257,7 @@ export class RedisStreamsClient implements StreamsClient {
       args.push('STREAMS', stream, id);
       return parseReadReply(await this.call(args));
     }
-    if (this.connectionId === undefined && this.control) await this.learnConnectionId();
+    if (this.control) await this.learnConnectionId(stream);
     args.push('BLOCK', blockMs, 'STREAMS', stream, id);
     this.parked = true;
     try {
@@ -204,14 +271,21 @@ export class RedisStreamsClient implements StreamsClient {
 
   async interruptRead(): Promise<void> {
     if (!this.parked) return;
-    if (this.control && typeof this.connectionId === 'number') {
+    const target = this.unblockTarget();
+    if (target) {
       try {
-        await this.control.call('CLIENT', 'UNBLOCK', String(this.connectionId));
+        await withDeadline(
+          target.via.call('CLIENT', 'UNBLOCK', String(target.id)),
+          this.commandDeadlineMs,
+          'CLIENT UNBLOCK',
+        );
         return;
       } catch {
         // fall through: dropping the connection also ends the read
       }
     }
+    // On a Cluster this drops every node connection (a dropped node alone would have the read
+    // retried elsewhere); the read rejects and the cluster reconnects.
     this.redis.disconnect(true);
   }
 
@@ -314,6 +388,29 @@ export class RedisStreamsClient implements StreamsClient {
     items: ReadonlyArray<{ stream: string; fields: readonly string[]; maxLen?: number }>,
   ): Promise<string[]> {
     if (items.length === 0) return [];
+    if (!isCluster(this.redis) || items.length === 1) return this.addPipelined(items);
+    // A Cluster pipeline must stay within one slot: one pipeline per slot, all in flight at once.
+    const bySlot = new Map<number, number[]>();
+    items.forEach((item, i) => {
+      const slot = keySlot(item.stream);
+      const group = bySlot.get(slot);
+      if (group) group.push(i);
+      else bySlot.set(slot, [i]);
+    });
+    if (bySlot.size === 1) return this.addPipelined(items);
+    const ids = new Array<string>(items.length);
+    await Promise.all(
+      [...bySlot.values()].map(async (indexes) => {
+        const got = await this.addPipelined(indexes.map((i) => items[i]));
+        indexes.forEach((i, j) => (ids[i] = got[j]));
+      }),
+    );
+    return ids;
+  }
+
+  private async addPipelined(
+    items: ReadonlyArray<{ stream: string; fields: readonly string[]; maxLen?: number }>,
+  ): Promise<string[]> {
     const pipeline = this.redis.pipeline();
     for (const item of items) {
       const [command, ...args] = addArgs(item.stream, item.fields, item.maxLen);
@@ -373,10 +470,27 @@ export class RedisStreamsClient implements StreamsClient {
     });
   }
 
+  /** On a Cluster every master is asked; values that differ are listed, comma-separated. */
   async config(parameter: string): Promise<string | null> {
     try {
-      const reply = (await this.call(['CONFIG', 'GET', parameter])) as string[];
-      return reply.length >= 2 ? String(reply[1]) : null;
+      const replies = [(await this.call(['CONFIG', 'GET', parameter])) as string[]];
+      if (isCluster(this.redis)) {
+        // the first call waited for the slot map; it went to a random node: ask every master
+        const masters = this.redis.nodes('master');
+        replies.push(
+          ...((await Promise.all(
+            masters.map((node) =>
+              withDeadline(
+                node.call('CONFIG', 'GET', parameter),
+                this.commandDeadlineMs,
+                'CONFIG GET',
+              ),
+            ),
+          )) as string[][]),
+        );
+      }
+      const values = new Set(replies.filter((r) => r.length >= 2).map((r) => String(r[1])));
+      return values.size === 0 ? null : [...values].join(',');
     } catch {
       return null;
     }
@@ -392,12 +506,52 @@ export class RedisStreamsClient implements StreamsClient {
     this.redis.disconnect();
   }
 
-  private async learnConnectionId(): Promise<void> {
-    try {
-      this.connectionId = Number(await this.call(['CLIENT', 'ID']));
-    } catch {
-      this.connectionId = null; // not allowed (ACL) or a cluster: interrupts drop the link
+  /**
+   * Learns the CLIENT ID a CLIENT UNBLOCK of the coming read on `stream` needs: the id of `redis`,
+   * or on a Cluster the id of the node connection serving the stream's slot (learned once per node
+   * connection). One round trip per new connection, none per read.
+   */
+  private async learnConnectionId(stream: string): Promise<void> {
+    if (!isCluster(this.redis)) {
+      if (this.connectionId !== undefined) return;
+      try {
+        this.connectionId = Number(await this.call(['CLIENT', 'ID']));
+      } catch (err) {
+        // not allowed (ACL): interrupts drop the link; a link failure: learn it on the next read
+        if (isReplyError(err)) this.connectionId = null;
+      }
+      return;
     }
+    const node = nodeOf(this.redis, stream);
+    this.parkedNode = node;
+    if (!node || this.nodeIds.has(node)) return;
+    try {
+      const id = Number(
+        await withDeadline(node.call('CLIENT', 'ID'), this.commandDeadlineMs, 'CLIENT ID'),
+      );
+      this.nodeIds.set(node, id);
+      // the id changes if this node connection reconnects (a clusterNodeRetryStrategy)
+      node.once('close', () => this.nodeIds.delete(node));
+    } catch (err) {
+      if (isReplyError(err)) this.nodeIds.set(node, null);
+    }
+  }
+
+  /** Where to send CLIENT UNBLOCK for the parked read: another connection to its server. */
+  private unblockTarget(): { via: RedisConnection; id: number } | undefined {
+    const control = this.control;
+    if (!control) return undefined;
+    if (!isCluster(this.redis)) {
+      return typeof this.connectionId === 'number'
+        ? { via: control, id: this.connectionId }
+        : undefined;
+    }
+    const node = this.parkedNode;
+    const id = node && this.nodeIds.get(node);
+    if (!node || typeof id !== 'number') return undefined;
+    // CLIENT ids are per server: the UNBLOCK must reach the same node, over the control cluster.
+    const via = isCluster(control) ? nodeByKey(control, nodeKeyOf(node)) : undefined;
+    return via ? { via, id } : undefined;
   }
 
   /** Sends one command; a reply later than the deadline drops the link (it may be half-open). */
