@@ -191,9 +191,13 @@ export async function runAclScenario(
   };
 }
 
-/** The ACL rules of the minimal consumer user (SPEC §3/§4/§7 commands on its streams' keys). */
-export const MINIMAL_CONSUMER_ACL = [
-  // the loop
+/**
+ * The ACL rules a consumer app needs (on the keys of its streams and their dead-letter streams):
+ * without any of them a loop degrades (NOPERM) or a dead letter / deleted poison pill fails.
+ */
+export const REQUIRED_CONSUMER_ACL = [
+  // the loop: ensure, drain, read, ack, sweep (XPENDING IDLE + XCLAIM), reclaim, delivery counts,
+  // heartbeat and release (XCLAIM JUSTID / IDLE), poison pills deleted meanwhile (XRANGE)
   '+xgroup|create',
   '+xreadgroup',
   '+xack',
@@ -201,11 +205,21 @@ export const MINIMAL_CONSUMER_ACL = [
   '+xautoclaim',
   '+xclaim',
   '+xrange',
-  // dead letters: the copy to `<stream>:dlq`
+  // dead letters: the copy to `<stream>:dlq` (not needed with deadLetterStream: false)
   '+xadd',
-  // shutdown wakes a parked read with CLIENT UNBLOCK <CLIENT ID of the loop's connection>
+];
+
+/** Rules whose absence is handled (fallback or silence), but that a consumer app should have. */
+export const RECOMMENDED_CONSUMER_ACL = [
+  // ioredis's ready check on every connection (without it: a console warning per connection)
+  '+info',
+  // shutdown wakes a parked read with CLIENT UNBLOCK <CLIENT ID> (without: drops the connection)
   '+client|id',
   '+client|unblock',
-  // ioredis's ready check on every connection
-  '+info',
+  // the eviction-policy warning at start (without: skipped silently)
+  '+config|get',
+  // connection names in CLIENT LIST (without: ignored by ioredis)
+  '+client|setname',
+  // XGROUP CREATE answered OOM at maxmemory: is the group there? (without: the OOM stands)
+  '+xinfo|groups',
 ];
