@@ -3,7 +3,7 @@ import type { ConsumerSnapshot } from '../interfaces/consumer-snapshot.interface
 import type { DeadLetterReason } from '../interfaces/dead-letter-message.interface';
 import type { StreamMessage } from '../interfaces/stream-message.interface';
 import { isNoGroupError, isWrongTypeError, type RawEntry } from '../redis/streams-client';
-import { backoffDelay, sleep } from './backoff';
+import { BACKOFF_INITIAL_MS, backoffDelay, sleep } from './backoff';
 import { ConsumerCounters } from './consumer-counters';
 import type {
   ConsumerLogger,
@@ -69,6 +69,8 @@ export class StreamConsumer {
   /** The entries on the dead-letter path right now: claimed by us, kept claimed like `held`. */
   private dying: HeldBatch | null = null;
   private heartbeat: NodeJS.Timeout | null = null;
+  /** Aborted when the connection comes back, so a long backoff does not outlast an outage. */
+  private backoffWake: AbortController | null = null;
 
   constructor(private readonly config: StreamConsumerConfig) {
     this.stream = config.stream;
@@ -101,6 +103,7 @@ export class StreamConsumer {
       config.logger,
       this.now,
     );
+    config.client.onReconnect?.(() => this.backoffWake?.abort());
   }
 
   /** Aborted when the loop is asked to stop; handed to every message. */
@@ -145,10 +148,12 @@ export class StreamConsumer {
     const finished = await settleWithin(this.running, timeoutMs);
     if (!finished) {
       this.abandoned = true;
-      const ids = (await this.settleAbandoned()).join(', ');
+      const inHandlers = await this.settleAbandoned();
       this.logger.warn(
-        `${this.where}: handlers still running after ${timeoutMs} ms (entries ${ids || '-'}); ` +
-          `they stay pending and are reclaimed after minIdleMs`,
+        inHandlers.length > 0
+          ? `${this.where}: handlers still running after ${timeoutMs} ms (entries ${inHandlers.join(', ')}); ` +
+              `they stay pending and are reclaimed after minIdleMs`
+          : `${this.where}: a Redis command was still outstanding after ${timeoutMs} ms; closing the connection`,
       );
     }
     this.stopHeartbeat();
@@ -163,7 +168,10 @@ export class StreamConsumer {
           await this.beat();
         } catch (err) {
           if (this.stopping) break;
-          await sleep(this.degrade(err), this.abort.signal);
+          const delay = this.degrade(err);
+          this.backoffWake = new AbortController();
+          await sleep(delay, AbortSignal.any([this.abort.signal, this.backoffWake.signal]));
+          this.backoffWake = null;
         }
       }
       await this.flushAcks();
@@ -668,18 +676,23 @@ export class StreamConsumer {
 
   /** Records a Redis error; returns how long to back off. */
   private degrade(err: unknown): number {
-    this.streak++;
-    const delay = backoffDelay(this.streak);
     const text = errorText(err);
     this.counters.state = 'degraded';
     this.counters.lastError = text;
     if (isNoGroupError(err)) {
+      // Redis answered, and the next beat re-creates the group: no reason to wait long (and the
+      // streak is left as it is, so a failing re-create still backs off as far as before).
+      const delay = BACKOFF_INITIAL_MS;
       this.groupKnown = false;
       this.needsDrain = true;
       this.logger.warn(
         `${this.where}: group or stream is gone (${text}); re-creating it in ${delay} ms`,
       );
-    } else if (isWrongTypeError(err)) {
+      return delay;
+    }
+    this.streak++;
+    const delay = backoffDelay(this.streak);
+    if (isWrongTypeError(err)) {
       this.logger.error(
         `${this.where}: key '${this.stream}' holds a value that is not a stream (${text}); ` +
           `it is left untouched; retrying in ${delay} ms`,

@@ -124,6 +124,8 @@ export interface StreamsClient {
   consumers(stream: string, group: string): Promise<ConsumerInfo[]>;
   /** CONFIG GET of one parameter; `null` when not readable (ACL, managed service). */
   config(parameter: string): Promise<string | null>;
+  /** Calls `listener` each time the connection is (re)established and ready. */
+  onReconnect?(listener: () => void): void;
   close(): Promise<void>;
 }
 
@@ -215,6 +217,10 @@ export class RedisStreamsClient implements StreamsClient {
   ) {
     // The id a CLIENT UNBLOCK needs changes with every reconnect.
     redis.on('close', () => (this.connectionId = undefined));
+  }
+
+  onReconnect(listener: () => void): void {
+    this.redis.on('ready', listener);
   }
 
   /** The underlying connection, for glue that needs ioredis itself. */
@@ -560,9 +566,22 @@ export class RedisStreamsClient implements StreamsClient {
     deadlineMs = this.commandDeadlineMs,
   ): Promise<unknown> {
     const [command, ...rest] = args;
-    const pending = this.redis.call(String(command), ...rest);
+    const pending = this.redis.call(String(command), ...rest).catch((err: unknown) => {
+      throw clarify(err, String(command));
+    });
     return withDeadline(pending, deadlineMs, String(command), () => this.redis.disconnect(true));
   }
+}
+
+/**
+ * ioredis reports a command failed by a dropped link as "Reached the max retries per request
+ * limit (which is 0)": say what happened instead.
+ */
+function clarify(err: unknown, command: string): unknown {
+  if (err instanceof Error && err.name === 'MaxRetriesPerRequestError') {
+    return new Error(`connection to Redis lost during ${command} (it is being re-established)`);
+  }
+  return err;
 }
 
 function withDeadline<T>(

@@ -107,4 +107,31 @@ describe('StreamConsumer recovers from Redis-side faults', () => {
     await consumer.stop(1000);
     control.disconnect();
   });
+
+  it('retries as soon as the connection is back instead of sleeping out a long backoff', async () => {
+    const server = await RedisServer.start();
+    const stream = fresh();
+    const { consumer, control, logger } = makeConsumer({ url: server.url, stream, group: 'g' });
+    consumer.start();
+    await waitFor(() => consumer.snapshot().state === 'running');
+    await server.kill('SIGKILL');
+    // let the backoff grow to seconds: 100, 200, 400, 800, 1600 ms...
+    await waitFor(() => logger.has(/retrying in 1600 ms/), { timeoutMs: 10_000 });
+    const lastDelay = (): number => {
+      const line = [...logger.lines].reverse().find((l) => /retrying in \d+ ms/.test(l)) ?? '';
+      return Number(/retrying in (\d+) ms/.exec(line)?.[1]);
+    };
+    await waitFor(() => lastDelay() >= 3200, { timeoutMs: 10_000 });
+    const sleepingSince = Date.now();
+    const sleepingFor = lastDelay();
+    await server.restart();
+    try {
+      await waitFor(() => consumer.snapshot().state === 'running', { timeoutMs: 40_000 });
+      // woken by the reconnect, not by the end of its backoff sleep
+      expect(Date.now() - sleepingSince).toBeLessThan(sleepingFor);
+    } finally {
+      await consumer.stop(1000);
+      control.disconnect();
+    }
+  });
 });
