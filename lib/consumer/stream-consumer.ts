@@ -11,27 +11,12 @@ import type {
   StreamConsumerConfig,
 } from './consumer.types';
 import { DeadLetterPath, type DeadLetterCandidate } from './dead-letter-path';
-
-/** The entries of the batch in hand that have not settled yet, for the heartbeat. */
-interface HeldBatch {
-  unsettled: Set<string>;
-  touchedAt: number;
-}
-
-/** The batch in a handler: what started and what settled ok, so a timed-out stop can settle it. */
-interface HandlingBatch extends HeldBatch {
-  started: Set<string>;
-  ok: string[];
-}
-
-/** Verdicts of one handled batch. */
-interface HandleOutcome {
-  ok: string[];
-  unstarted: string[];
-}
-
-/** How many last handler errors are remembered for dead letters. */
-const LAST_ERRORS_KEPT = 10_000;
+import {
+  HandlerRunner,
+  type HandleOutcome,
+  type HandlingBatch,
+  type HeldBatch,
+} from './handler-runner';
 
 /**
  * One managed consumer loop over one stream and group (SPEC §3): ensure the group, drain the own
@@ -53,7 +38,7 @@ export class StreamConsumer {
   private readonly where: string;
   private readonly abort = new AbortController();
   private readonly deadLetters: DeadLetterPath;
-  private readonly lastErrors = new Map<string, string>();
+  private readonly runner: HandlerRunner;
 
   private running: Promise<void> | null = null;
   private stopping = false;
@@ -102,6 +87,14 @@ export class StreamConsumer {
       this.counters,
       config.logger,
       this.now,
+    );
+    this.runner = new HandlerRunner(
+      config.handler,
+      config.options.concurrency,
+      this.counters,
+      config.logger,
+      this.where,
+      () => this.stopping,
     );
     config.client.onReconnect?.(() => this.backoffWake?.abort());
   }
@@ -450,101 +443,10 @@ export class StreamConsumer {
     };
     this.held = held;
     try {
-      return this.config.handler.batch
-        ? await this.handleBatch(messages, held)
-        : await this.handleEach(messages, held);
+      return await this.runner.run(messages, held);
     } finally {
       this.held = null;
     }
-  }
-
-  /** Per-entry mode: up to `concurrency` handlers at once, in stream order when 1. */
-  private async handleEach(
-    messages: StreamMessage<unknown>[],
-    held: HandlingBatch,
-  ): Promise<HandleOutcome> {
-    const { handler } = this.config;
-    if (handler.batch) throw new TypeError('handleEach needs a per-entry handler');
-    const call = (message: StreamMessage<unknown>): unknown => handler.call(message);
-    let next = 0;
-    const work = async (): Promise<void> => {
-      while (next < messages.length && !this.stopping) {
-        const message = messages[next++];
-        held.started.add(message.entryId);
-        if (await this.invoke(call, message)) held.ok.push(message.entryId);
-        held.unsettled.delete(message.entryId);
-      }
-    };
-    const workers = Math.min(this.options.concurrency, messages.length);
-    if (workers === 1) await work();
-    else await Promise.all(Array.from({ length: workers }, work));
-    return { ok: held.ok.splice(0), unstarted: messages.slice(next).map((m) => m.entryId) };
-  }
-
-  private async invoke(
-    call: (message: StreamMessage<unknown>) => unknown,
-    message: StreamMessage<unknown>,
-  ): Promise<boolean> {
-    try {
-      const result = call(message);
-      if (isThenable(result)) await result;
-      return true;
-    } catch (err) {
-      this.handlerFailed(
-        err,
-        `entry ${message.entryId} (id ${message.id}, attempt ${message.attempts})`,
-        [message.entryId],
-      );
-      return false;
-    }
-  }
-
-  /** Batch mode: one call per read; it returns what to ack. */
-  private async handleBatch(
-    messages: StreamMessage<unknown>[],
-    held: HandlingBatch,
-  ): Promise<HandleOutcome> {
-    const { handler } = this.config;
-    if (this.stopping || !handler.batch)
-      return { ok: [], unstarted: messages.map((m) => m.entryId) };
-    const inBatch = new Set(messages.map((m) => m.entryId));
-    for (const id of inBatch) held.started.add(id);
-    let returned;
-    try {
-      returned = await handler.call(messages);
-    } catch (err) {
-      this.handlerFailed(err, `a batch of ${messages.length} (${messages[0].entryId}..)`, [
-        ...inBatch,
-      ]);
-      return { ok: [], unstarted: [] };
-    }
-    if (returned === null || returned === undefined) {
-      this.logger.warn(
-        `${this.where}: batch handler returned nothing; acked none of ${messages.length} entries`,
-      );
-      return { ok: [], unstarted: [] };
-    }
-    const ok: string[] = [];
-    for (const item of returned) {
-      const entryId = typeof item === 'string' ? item : item?.entryId;
-      if (entryId !== undefined && inBatch.delete(entryId)) ok.push(entryId);
-      else
-        this.logger.warn(
-          `${this.where}: batch handler returned ${String(entryId)}, not an entry of this batch; ignored`,
-        );
-    }
-    return { ok, unstarted: [] };
-  }
-
-  private handlerFailed(err: unknown, what: string, entryIds: readonly string[]): void {
-    const text = errorText(err);
-    this.counters.totalErrors++;
-    this.counters.lastError = text;
-    for (const id of entryIds) this.rememberError(id, text);
-    this.logger.error(
-      `Handler ${this.where} failed on ${what}: ${text}; left pending`,
-      err instanceof Error ? err.stack : undefined,
-    );
   }
 
   /**
@@ -564,17 +466,8 @@ export class StreamConsumer {
     }
   }
 
-  private rememberError(entryId: string, text: string): void {
-    this.lastErrors.delete(entryId);
-    this.lastErrors.set(entryId, text);
-    if (this.lastErrors.size > LAST_ERRORS_KEPT) {
-      const oldest = this.lastErrors.keys().next().value;
-      if (oldest !== undefined) this.lastErrors.delete(oldest);
-    }
-  }
-
   private candidate(entryId: string, fields: string[], attempts: number): DeadLetterCandidate {
-    return { entryId, fields, attempts, error: this.lastErrors.get(entryId) };
+    return { entryId, fields, attempts, error: this.runner.lastErrorOf(entryId) };
   }
 
   private async settleDeleted(ids: readonly string[]): Promise<void> {
@@ -648,7 +541,7 @@ export class StreamConsumer {
   private async ack(ids: string[]): Promise<void> {
     await this.config.client.ack(this.stream, this.group, ids);
     this.counters.acked(ids.length);
-    if (this.lastErrors.size > 0) for (const id of ids) this.lastErrors.delete(id);
+    this.runner.forget(ids);
   }
 
   /**
@@ -724,14 +617,6 @@ export class StreamConsumer {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = null;
   }
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as PromiseLike<unknown>).then === 'function'
-  );
 }
 
 /** True when `promise` settles within `ms`; the timer never outlives the wait. */

@@ -1,0 +1,164 @@
+import { errorText } from '../codec/codecs';
+import type { StreamMessage } from '../interfaces/stream-message.interface';
+import type { ConsumerCounters } from './consumer-counters';
+import type { ConsumerLogger, EntryHandler } from './consumer.types';
+
+/** Entries held by this consumer that have not settled yet, for the heartbeat. */
+export interface HeldBatch {
+  unsettled: Set<string>;
+  touchedAt: number;
+}
+
+/** The batch in a handler: what started and what settled ok, so a timed-out stop can settle it. */
+export interface HandlingBatch extends HeldBatch {
+  started: Set<string>;
+  ok: string[];
+}
+
+/** Verdicts of one handled batch. */
+export interface HandleOutcome {
+  ok: string[];
+  unstarted: string[];
+}
+
+/** How many last handler errors are remembered for dead letters. */
+const LAST_ERRORS_KEPT = 10_000;
+
+/**
+ * Calls the user's method on the messages of one read and turns what happens into verdicts: a
+ * return acks, a throw leaves the entry pending (logged with handler, stream, group and entry id,
+ * counted, remembered for its dead letter). The loop never sees a handler's exception.
+ */
+export class HandlerRunner {
+  private readonly lastErrors = new Map<string, string>();
+
+  constructor(
+    private readonly handler: EntryHandler,
+    private readonly concurrency: number,
+    private readonly counters: ConsumerCounters,
+    private readonly logger: ConsumerLogger,
+    private readonly where: string,
+    private readonly isStopping: () => boolean,
+  ) {}
+
+  /** Handles `messages`, recording progress in `held`; entries not started at stop are reported. */
+  run(messages: StreamMessage<unknown>[], held: HandlingBatch): Promise<HandleOutcome> {
+    return this.handler.batch ? this.handleBatch(messages, held) : this.handleEach(messages, held);
+  }
+
+  /** The last handler error this process saw for the entry, if any. */
+  lastErrorOf(entryId: string): string | undefined {
+    return this.lastErrors.get(entryId);
+  }
+
+  /** Forgets the errors of entries that were acked. */
+  forget(entryIds: readonly string[]): void {
+    if (this.lastErrors.size > 0) for (const id of entryIds) this.lastErrors.delete(id);
+  }
+
+  /** Per-entry mode: up to `concurrency` handlers at once, in stream order when 1. */
+  private async handleEach(
+    messages: StreamMessage<unknown>[],
+    held: HandlingBatch,
+  ): Promise<HandleOutcome> {
+    const { handler } = this;
+    if (handler.batch) throw new TypeError('handleEach needs a per-entry handler');
+    const call = (message: StreamMessage<unknown>): unknown => handler.call(message);
+    let next = 0;
+    const work = async (): Promise<void> => {
+      while (next < messages.length && !this.isStopping()) {
+        const message = messages[next++];
+        held.started.add(message.entryId);
+        if (await this.invoke(call, message)) held.ok.push(message.entryId);
+        held.unsettled.delete(message.entryId);
+      }
+    };
+    const workers = Math.min(this.concurrency, messages.length);
+    if (workers === 1) await work();
+    else await Promise.all(Array.from({ length: workers }, work));
+    return { ok: held.ok.splice(0), unstarted: messages.slice(next).map((m) => m.entryId) };
+  }
+
+  private async invoke(
+    call: (message: StreamMessage<unknown>) => unknown,
+    message: StreamMessage<unknown>,
+  ): Promise<boolean> {
+    try {
+      const result = call(message);
+      if (isThenable(result)) await result;
+      return true;
+    } catch (err) {
+      this.handlerFailed(
+        err,
+        `entry ${message.entryId} (id ${message.id}, attempt ${message.attempts})`,
+        [message.entryId],
+      );
+      return false;
+    }
+  }
+
+  /** Batch mode: one call per read; it returns what to ack. */
+  private async handleBatch(
+    messages: StreamMessage<unknown>[],
+    held: HandlingBatch,
+  ): Promise<HandleOutcome> {
+    const { handler } = this;
+    if (this.isStopping() || !handler.batch)
+      return { ok: [], unstarted: messages.map((m) => m.entryId) };
+    const inBatch = new Set(messages.map((m) => m.entryId));
+    for (const id of inBatch) held.started.add(id);
+    let returned;
+    try {
+      returned = await handler.call(messages);
+    } catch (err) {
+      this.handlerFailed(err, `a batch of ${messages.length} (${messages[0].entryId}..)`, [
+        ...inBatch,
+      ]);
+      return { ok: [], unstarted: [] };
+    }
+    if (returned === null || returned === undefined) {
+      this.logger.warn(
+        `${this.where}: batch handler returned nothing; acked none of ${messages.length} entries`,
+      );
+      return { ok: [], unstarted: [] };
+    }
+    const ok: string[] = [];
+    for (const item of returned) {
+      const entryId = typeof item === 'string' ? item : item?.entryId;
+      if (entryId !== undefined && inBatch.delete(entryId)) ok.push(entryId);
+      else
+        this.logger.warn(
+          `${this.where}: batch handler returned ${String(entryId)}, not an entry of this batch; ignored`,
+        );
+    }
+    return { ok, unstarted: [] };
+  }
+
+  private handlerFailed(err: unknown, what: string, entryIds: readonly string[]): void {
+    const text = errorText(err);
+    this.counters.totalErrors++;
+    this.counters.lastError = text;
+    for (const id of entryIds) this.rememberError(id, text);
+    this.logger.error(
+      `Handler ${this.where} failed on ${what}: ${text}; left pending`,
+      err instanceof Error ? err.stack : undefined,
+    );
+  }
+
+  private rememberError(entryId: string, text: string): void {
+    this.lastErrors.delete(entryId);
+    this.lastErrors.set(entryId, text);
+    if (this.lastErrors.size > LAST_ERRORS_KEPT) {
+      const oldest = this.lastErrors.keys().next().value;
+      if (oldest !== undefined) this.lastErrors.delete(oldest);
+    }
+  }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as PromiseLike<unknown>).then === 'function'
+  );
+}
