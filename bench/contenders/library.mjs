@@ -1,0 +1,112 @@
+// This library in a Nest application context: one @StreamHandler on one provider, module defaults
+// except what the variant states. cfg.variant: 'each' (per-entry, sync handler), 'batch'
+// (batch: true, acks the whole read), 'c16' (concurrency: 16, 1 ms async handler).
+// The library is loaded from dist/index.js (npm run build), or from BENCH_LIB (another build).
+import 'reflect-metadata';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { cfg, done, fail, next, send, Sink, sleep, sleep1 } from '../lib/child.mjs';
+
+const require = createRequire(import.meta.url);
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const libPath = cfg.lib ?? join(root, 'dist/index.js');
+
+async function main() {
+  const lib = require(libPath);
+  const { Injectable, Module } = await import('@nestjs/common');
+  const { NestFactory } = await import('@nestjs/core');
+  const { EchoStreamModule, StreamHandler, ConsumerStats } = lib;
+
+  const sink = new Sink(cfg);
+  const variant = cfg.variant ?? 'each';
+  const options =
+    variant === 'batch' ? { batch: true } : variant === 'c16' ? { concurrency: 16 } : {};
+
+  class BenchHandler {
+    handle(message) {
+      sink.onPayload(message.payload);
+    }
+  }
+  if (variant === 'batch') {
+    BenchHandler.prototype.handle = function handle(messages) {
+      for (let i = 0; i < messages.length; i++) sink.onPayload(messages[i].payload);
+      return messages;
+    };
+  } else if (variant === 'c16') {
+    BenchHandler.prototype.handle = async function handle(message) {
+      await sleep1();
+      sink.onPayload(message.payload);
+    };
+  }
+  StreamHandler(cfg.stream, cfg.group, options)(
+    BenchHandler.prototype,
+    'handle',
+    Object.getOwnPropertyDescriptor(BenchHandler.prototype, 'handle'),
+  );
+  Injectable()(BenchHandler);
+
+  class AppModule {}
+  Module({
+    imports: [EchoStreamModule.forRoot({ connection: cfg.url, consumerName: 'bench-lib' })],
+    providers: [BenchHandler],
+  })(AppModule);
+
+  const app = await NestFactory.createApplicationContext(AppModule, { logger: false });
+  const loops = loopCounters(app, ConsumerStats);
+
+  if (cfg.mode === 'latency' || cfg.mode === 'idle') {
+    await sleep(300); // let the loop create its group and park on its first read
+    await send({ type: 'ready' });
+  }
+  if (cfg.mode === 'latency') {
+    const { n } = await next('expect');
+    sink.expect(n);
+  } else if (cfg.mode === 'idle') {
+    await next('stop');
+    const errors = loops().errors;
+    await app.close();
+    return done({ handled: 0, duplicates: 0, errors });
+  }
+  await sink.finished;
+  const before = loops();
+  await app.close();
+  return done({ ...sink.result(), errors: before.errors, loopStates: before.states });
+}
+
+/**
+ * Error figures of the running loops: handler errors + dead letters + a loop not `running`.
+ * Uses ConsumerStats (SPEC §6); falls back to the internal registry while stats is not there.
+ */
+function loopCounters(app, ConsumerStats) {
+  let read = null;
+  try {
+    const stats = ConsumerStats ? app.get(ConsumerStats) : null;
+    if (stats && typeof stats.snapshot === 'function') read = () => stats.snapshot();
+  } catch {
+    // not registered
+  }
+  if (!read) {
+    try {
+      const { ConsumerRegistry } = require(join(dirname(libPath), 'echo-stream.registry.js'));
+      const registry = app.get(ConsumerRegistry);
+      const consumers = [...registry.list()];
+      read = () => consumers.map((c) => c.snapshot());
+    } catch {
+      read = () => [];
+    }
+  }
+  return () => {
+    const snaps = read();
+    let errors = 0;
+    const states = [];
+    for (const s of snaps) {
+      errors += (s.totalErrors ?? 0) + (s.totalDlq ?? 0) + (s.state === 'running' ? 0 : 1);
+      states.push(s.state);
+    }
+    if (snaps.length === 0) errors++; // no loop at all is an error
+    return { errors, states };
+  };
+}
+
+main().catch(fail);

@@ -1,0 +1,972 @@
+#!/usr/bin/env node
+// npm run bench (after npm run build): the side-by-side benchmark of SPEC §8 / issue 6.
+//
+// One throw-away redis-server for the whole run; every contender runs in a fresh child process
+// per measurement, rounds rotate the order, and every figure is compared with the raw ioredis
+// loop measured in the same run. A measurement that fails a validity gate (handled == N,
+// XPENDING 0, zero errors, no duplicates) is INVALID, never a number.
+//
+// Knobs (environment):
+//   BENCH_N=100000        entries per drain run (per-entry contenders)
+//   BENCH_SLOW_N=20000    entries per drain run for the slow contenders (BullMQ, 1 ms handlers)
+//   BENCH_ROUNDS=3        rounds (order rotated each round)
+//   BENCH_LAT_SECONDS=5   measured seconds per latency run (after BENCH_LAT_WARMUP=1 s)
+//   BENCH_RATES=1000,10000  open-loop producer rates
+//   BENCH_IDLE_SECONDS=10 idle window
+//   BENCH_MEM_N=1000000   entries of the memory run (RSS after N/10 vs after N)
+//   BENCH_QUICK=1         smoke run: tiny N, 1 round, short runs (CI; < 60 s)
+//   BENCH_FULL=1          also the slow extras (memory run of BullMQ c=50 and lib-c16)
+//   BENCH_ONLY=raw,lib    only these contenders (raw is always kept as the baseline)
+//   BENCH_WORKLOADS=drain,latency,idle,memory   only these workloads
+//   BENCH_LIB=/path/index.js   the library build to measure (default: dist/index.js)
+//   BENCH_CPU_PROF=1      --cpu-prof for the library's drain children (or a list: raw,lib);
+//                         profiles in .bench/profiles/ (git-ignored), read with bench/tools/profile-summary.mjs
+//   BENCH_OUT=latest      results basename in bench/results/ (quick runs write .bench/quick.*)
+//   BENCH_PRIORITY=-10    nice value for redis-server and every child (negative needs root): less
+//                         disturbance from other work on a shared machine
+import { fork, execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Queue } from 'bullmq';
+import { commandStats, foreignCpuWindow, startRedis, sumCalls } from './lib/redis-server.mjs';
+import { makePayload, streamFields } from './lib/payload.mjs';
+import { fmt, fmtSig, median } from './lib/stats.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, '..');
+const env = process.env;
+const QUICK = env.BENCH_QUICK === '1';
+const FULL = env.BENCH_FULL === '1';
+const int = (name, dflt) =>
+  env[name] !== undefined && env[name] !== '' ? Number(env[name]) : dflt;
+
+const N = int('BENCH_N', QUICK ? 2000 : 100_000);
+const SLOW_N = Math.min(N, int('BENCH_SLOW_N', QUICK ? 500 : 20_000));
+const ROUNDS = int('BENCH_ROUNDS', QUICK ? 1 : 3);
+const LAT_WARMUP = int('BENCH_LAT_WARMUP', QUICK ? 0.3 : 1);
+const LAT_SECONDS = int('BENCH_LAT_SECONDS', QUICK ? 1 : 5);
+const RATES = (env.BENCH_RATES ?? (QUICK ? '1000' : '1000,10000')).split(',').map(Number);
+const IDLE_SECONDS = int('BENCH_IDLE_SECONDS', QUICK ? 1 : 10);
+const MEM_N = int('BENCH_MEM_N', QUICK ? 10_000 : 1_000_000);
+const WORKLOADS = (env.BENCH_WORKLOADS ?? 'drain,latency,idle,memory').split(',');
+const LIB = resolve(env.BENCH_LIB ?? join(root, 'dist/index.js'));
+// '1': the library contenders; or a list of contender names
+const CPU_PROF =
+  !env.BENCH_CPU_PROF || env.BENCH_CPU_PROF === '0'
+    ? null
+    : env.BENCH_CPU_PROF === '1'
+      ? (c) => c.script === 'library.mjs'
+      : (c) => env.BENCH_CPU_PROF.split(',').includes(c.name);
+// quick (smoke) results go to the git-ignored .bench/, never over the published bench/results/latest.*
+const RESULTS = env.BENCH_OUT || !QUICK ? join(here, 'results') : join(root, '.bench');
+const OUT = env.BENCH_OUT ?? (QUICK ? 'quick' : 'latest');
+const PROFILES = join(root, '.bench', 'profiles'); // git-ignored
+const PRIORITY = env.BENCH_PRIORITY ? Number(env.BENCH_PRIORITY) : null;
+
+function prioritize(pid) {
+  if (PRIORITY === null || !pid) return;
+  try {
+    os.setPriority(pid, PRIORITY);
+  } catch (err) {
+    log(
+      `bench: cannot set priority ${PRIORITY} (${err.code ?? err.message}); running at the default`,
+    );
+  }
+}
+
+const STREAM = 'bench:orders';
+const GROUP = 'bench';
+const QUEUE = 'bench-orders';
+const BLOCK_MS = 5000; // library default blockMs; the raw loop uses the same
+const SWEEP_COMMANDS = 2; // XPENDING IDLE + XAUTOCLAIM per claimIntervalMs (5000 by default)
+
+/**
+ * kind: where its messages live; workloads: what it runs. `baseline` names the contender its
+ * ratio is taken against besides raw (same handler work).
+ */
+const ALL_CONTENDERS = [
+  {
+    name: 'raw',
+    label: 'raw ioredis loop (COUNT 100 BLOCK, 1 XACK/batch)',
+    kind: 'stream',
+    script: 'raw.mjs',
+    cfg: {},
+    workloads: ['drain', 'latency', 'idle', 'memory'],
+  },
+  {
+    name: 'lib',
+    label: 'echo-stream, per-entry handler (defaults)',
+    kind: 'stream',
+    script: 'library.mjs',
+    cfg: { variant: 'each' },
+    workloads: ['drain', 'latency', 'idle', 'memory'],
+  },
+  {
+    name: 'lib-batch',
+    label: 'echo-stream, batch: true',
+    kind: 'stream',
+    script: 'library.mjs',
+    cfg: { variant: 'batch' },
+    workloads: ['drain', 'latency', 'memory'],
+  },
+  {
+    name: 'lib-c16',
+    label: 'echo-stream, concurrency 16, 1 ms async handler',
+    kind: 'stream',
+    script: 'library.mjs',
+    cfg: { variant: 'c16' },
+    slow: true,
+    baseline: 'raw-c16',
+    workloads: ['drain', 'latency'].concat(FULL ? ['memory'] : []),
+  },
+  {
+    name: 'raw-c16',
+    label: 'raw loop, 16 at once, 1 ms async handler',
+    kind: 'stream',
+    script: 'raw.mjs',
+    cfg: { concurrency: 16, handler: 'sleep1' },
+    slow: true,
+    workloads: ['drain'],
+  },
+  {
+    name: 'bullmq-c1',
+    label: 'BullMQ Worker, concurrency 1',
+    kind: 'bullmq',
+    script: 'bullmq.mjs',
+    cfg: { concurrency: 1 },
+    slow: true,
+    workloads: ['drain', 'latency', 'idle'],
+  },
+  {
+    name: 'bullmq-c50',
+    label: 'BullMQ Worker, concurrency 50',
+    kind: 'bullmq',
+    script: 'bullmq.mjs',
+    cfg: { concurrency: 50 },
+    slow: true,
+    workloads: ['drain', 'latency'].concat(FULL ? ['memory'] : []),
+  },
+];
+// A/B of library builds in one run: BENCH_LIB_VARIANTS=patched=/tmp/x/dist/index.js,... adds a
+// per-entry contender 'lib@patched' per build (drain, latency, memory).
+for (const spec of (env.BENCH_LIB_VARIANTS ?? '').split(',').filter(Boolean)) {
+  const [tag, path] = spec.split('=');
+  ALL_CONTENDERS.splice(2, 0, {
+    name: `lib@${tag}`,
+    label: `echo-stream per-entry, build '${tag}'`,
+    kind: 'stream',
+    script: 'library.mjs',
+    cfg: { variant: 'each', lib: resolve(path) },
+    workloads: ['drain', 'latency', 'memory'],
+  });
+}
+const only = env.BENCH_ONLY ? env.BENCH_ONLY.split(',') : null;
+const CONTENDERS = ALL_CONTENDERS.filter((c) => !only || c.name === 'raw' || only.includes(c.name));
+
+const log = (...args) => console.error(...args);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// ---------------------------------------------------------------------------------------------
+// child processes
+// ---------------------------------------------------------------------------------------------
+
+class ChildRun {
+  constructor(script, cfg, execArgv = []) {
+    this.inbox = [];
+    this.waiters = [];
+    this.stderr = '';
+    this.exited = null;
+    this.child = fork(script, [], {
+      env: { ...env, BENCH_CHILD: JSON.stringify(cfg) },
+      execArgv: [
+        '--disable-warning=ExperimentalWarning',
+        ...execArgv,
+        ...(env.BENCH_NODE_ARGS ? env.BENCH_NODE_ARGS.split(' ') : []),
+      ],
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
+    prioritize(this.child.pid);
+    this.child.stdout.on('data', () => undefined);
+    this.child.stderr.on('data', (d) => (this.stderr = (this.stderr + d).slice(-4000)));
+    this.child.on('message', (msg) => {
+      this.inbox.push(msg);
+      this.pump();
+    });
+    this.child.on('exit', (code, signal) => {
+      this.exited = { code, signal };
+      this.pump();
+    });
+  }
+
+  pump() {
+    for (const w of [...this.waiters]) {
+      const i = this.inbox.findIndex((m) => m.type === w.type);
+      if (i >= 0) {
+        this.waiters.splice(this.waiters.indexOf(w), 1);
+        w.resolve(this.inbox.splice(i, 1)[0]);
+      } else if (this.exited) {
+        this.waiters.splice(this.waiters.indexOf(w), 1);
+        w.reject(
+          new Error(
+            `child exited (${this.exited.code ?? this.exited.signal}) before '${w.type}': ${this.stderr.trim().split('\n').slice(-6).join(' | ')}`,
+          ),
+        );
+      }
+    }
+  }
+
+  /** Next message of `type`; rejects on exit or timeout (the child is then killed). */
+  waitFor(type, timeoutMs) {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.kill();
+        reject(new Error(`timeout after ${timeoutMs} ms waiting for '${type}'`));
+      }, timeoutMs);
+      this.waiters.push({
+        type,
+        resolve: (m) => (clearTimeout(timer), resolve(m)),
+        reject: (e) => (clearTimeout(timer), reject(e)),
+      });
+      this.pump();
+    });
+  }
+
+  send(msg) {
+    if (!this.exited) this.child.send(msg);
+  }
+
+  kill() {
+    if (!this.exited) this.child.kill('SIGKILL');
+  }
+
+  async exit() {
+    if (this.exited) return this.exited;
+    await new Promise((r) => this.child.once('exit', r));
+    return this.exited;
+  }
+}
+
+function contenderScript(c) {
+  return join(here, 'contenders', c.script);
+}
+
+function childCfg(c, redis, extra) {
+  return {
+    url: redis.url,
+    stream: STREAM,
+    group: GROUP,
+    queue: QUEUE,
+    lib: LIB,
+    ...c.cfg,
+    ...extra,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Redis helpers (the runner's own connection; nothing else runs while a contender is measured)
+// ---------------------------------------------------------------------------------------------
+
+async function prefillStream(admin, n) {
+  const CHUNK = 1000;
+  const inFlight = [];
+  for (let from = 0; from < n; from += CHUNK) {
+    const p = admin.pipeline();
+    for (let seq = from; seq < Math.min(n, from + CHUNK); seq++)
+      p.xadd(STREAM, '*', ...streamFields(seq));
+    inFlight.push(p.exec());
+    if (inFlight.length >= 4) await inFlight.shift();
+  }
+  await Promise.all(inFlight);
+}
+
+async function withQueue(redis, fn) {
+  const url = new URL(redis.url);
+  const queue = new Queue(QUEUE, {
+    connection: { host: url.hostname, port: Number(url.port), maxRetriesPerRequest: null },
+  });
+  try {
+    return await fn(queue);
+  } finally {
+    await queue.close();
+  }
+}
+
+async function prefillQueue(redis, n) {
+  await withQueue(redis, async (queue) => {
+    const CHUNK = 1000;
+    for (let from = 0; from < n; from += CHUNK) {
+      const jobs = [];
+      for (let seq = from; seq < Math.min(n, from + CHUNK); seq++)
+        jobs.push({ name: 'm', data: makePayload(seq), opts: { removeOnComplete: true } });
+      await queue.addBulk(jobs);
+    }
+  });
+}
+
+/** What is still unfinished after a run: the group's PEL (streams), or every job state (BullMQ). */
+async function leftOver(c, redis) {
+  if (c.kind === 'bullmq') {
+    const counts = await withQueue(redis, (q) => q.getJobCounts());
+    return { pending: Object.values(counts).reduce((a, b) => a + b, 0), detail: counts };
+  }
+  const summary = await redis.admin.xpending(STREAM, GROUP);
+  const dlq = await redis.admin.exists(`${STREAM}:dlq`);
+  return { pending: Number(summary[0]), deadLetters: dlq };
+}
+
+function gates(c, res, expected, left) {
+  const reasons = [];
+  if (res.fatal) reasons.push(`crashed: ${res.fatal.split('\n')[0]}`);
+  if (res.handled !== expected) reasons.push(`handled ${res.handled} != ${expected}`);
+  if (res.duplicates) reasons.push(`${res.duplicates} duplicates`);
+  if (res.errors) reasons.push(`${res.errors} errors`);
+  if (left && left.pending !== 0) reasons.push(`${left.pending} left pending`);
+  if (left && left.deadLetters) reasons.push('dead letters written');
+  return reasons;
+}
+
+const CALLS_OF_RUNNER = ['info', 'config|resetstat']; // the runner's own commands in a window
+
+function commandsOf(stats) {
+  const detail = {};
+  for (const [cmd, calls] of Object.entries(stats))
+    if (!CALLS_OF_RUNNER.includes(cmd)) detail[cmd] = calls;
+  return { total: sumCalls(detail), detail };
+}
+
+// ---------------------------------------------------------------------------------------------
+// workloads
+// ---------------------------------------------------------------------------------------------
+
+async function drain(c, redis, { n, mode, round }) {
+  const { admin } = redis;
+  await admin.flushall();
+  const t = Date.now();
+  if (c.kind === 'bullmq') await prefillQueue(redis, n);
+  else await prefillStream(admin, n);
+  const prefillSeconds = (Date.now() - t) / 1000;
+  await admin.config('RESETSTAT');
+  const execArgv = [];
+  if (CPU_PROF?.(c) && mode === 'drain') {
+    mkdirSync(PROFILES, { recursive: true });
+    execArgv.push(
+      '--cpu-prof',
+      `--cpu-prof-dir=${PROFILES}`,
+      `--cpu-prof-name=${c.name.replace(/[^\w.-]/g, '_')}-r${round}.cpuprofile`,
+    );
+  }
+  const window = foreignCpuWindow(redis.pid);
+  const run = new ChildRun(
+    contenderScript(c),
+    childCfg(c, redis, { mode, n, memEvery: mode === 'memory' ? n / 10 : 0 }),
+    execArgv,
+  );
+  let res;
+  try {
+    res = await run.waitFor('result', 60_000 + n * 2);
+  } catch (err) {
+    res = { fatal: err.message };
+  }
+  await run.exit();
+  const foreignCpu = window.end(res.procCpuSeconds ?? 0);
+  const cmds = commandsOf(await commandStats(admin));
+  let left = null;
+  try {
+    left = await leftOver(c, redis);
+  } catch (err) {
+    left = { pending: NaN, error: err.message };
+  }
+  const invalid = gates(c, res, n, left);
+  const out = {
+    contender: c.name,
+    round,
+    n,
+    valid: invalid.length === 0,
+    invalid,
+    prefillSeconds,
+    seconds: res.seconds,
+    rate: res.seconds > 0 ? n / res.seconds : null,
+    cpuPer100k: res.cpuSeconds != null ? (res.cpuSeconds * 100_000) / n : null,
+    commandsPerEntry: cmds.total / n,
+    commands: cmds.detail,
+    foreignCpu,
+    loopStates: res.loopStates,
+  };
+  if (mode === 'memory') out.memory = res.mem;
+  return out;
+}
+
+async function latency(c, redis, { rate, round }) {
+  const { admin } = redis;
+  await admin.flushall();
+  const seconds = LAT_WARMUP + LAT_SECONDS;
+  const total = Math.round(rate * seconds);
+  const window = foreignCpuWindow(redis.pid);
+  const run = new ChildRun(
+    contenderScript(c),
+    childCfg(c, redis, {
+      mode: 'latency',
+      capacity: total + 1000,
+      warmupSeq: Math.round(rate * LAT_WARMUP),
+    }),
+  );
+  let res;
+  let prod = null;
+  try {
+    await run.waitFor('ready', 60_000);
+    const producer = new ChildRun(join(here, 'producer.mjs'), {
+      url: redis.url,
+      stream: STREAM,
+      queue: QUEUE,
+      target: c.kind,
+      rate,
+      seconds,
+    });
+    prod = await producer.waitFor('result', 60_000 + seconds * 2000);
+    await producer.exit();
+    if (prod.fatal) throw new Error(`producer: ${prod.fatal}`);
+    run.send({ type: 'expect', n: prod.sent });
+    res = await run.waitFor('result', 60_000 + prod.sent * 2);
+  } catch (err) {
+    run.kill();
+    res = { fatal: err.message };
+  }
+  await run.exit();
+  const foreignCpu = window.end((res.procCpuSeconds ?? 0) + (prod?.procCpuSeconds ?? 0));
+  let left = null;
+  try {
+    left = await leftOver(c, redis);
+  } catch (err) {
+    left = { pending: NaN, error: err.message };
+  }
+  const invalid = gates(c, res, prod?.sent ?? total, left);
+  if (prod?.errors) invalid.push(`${prod.errors} publish errors`);
+  // the consumer kept up when it finished within a blink of the producer
+  const consumeRate = res.seconds > 0 ? res.handled / res.seconds : null;
+  return {
+    contender: c.name,
+    round,
+    rate,
+    valid: invalid.length === 0,
+    invalid,
+    published: prod?.sent ?? null,
+    producerRate: prod?.achievedRate ?? null,
+    producerMaxBehindMs: prod?.maxBehindMs ?? null,
+    consumeRate,
+    saturated: consumeRate !== null && consumeRate < rate * 0.9,
+    foreignCpu,
+    latencyMs: res.latencyUs
+      ? Object.fromEntries(
+          Object.entries(res.latencyUs).map(([k, v]) => [k, k === 'count' ? v : v / 1000]),
+        )
+      : null,
+  };
+}
+
+async function idle(c, redis) {
+  const { admin } = redis;
+  await admin.flushall();
+  const run = new ChildRun(contenderScript(c), childCfg(c, redis, { mode: 'idle', n: 0 }));
+  let res;
+  let cmds = null;
+  try {
+    await run.waitFor('ready', 60_000);
+    await sleep(1000); // past the start-up burst (group create, PEL drain, first sweep)
+    await admin.config('RESETSTAT');
+    await sleep(IDLE_SECONDS * 1000);
+    cmds = commandsOf(await commandStats(admin));
+    run.send({ type: 'stop' });
+    res = await run.waitFor('result', 30_000);
+  } catch (err) {
+    run.kill();
+    res = { fatal: err.message };
+  }
+  await run.exit();
+  const invalid = [];
+  if (res.fatal) invalid.push(`crashed: ${res.fatal.split('\n')[0]}`);
+  if (res.errors) invalid.push(`${res.errors} errors`);
+  // the config resetstat itself is not in the window; nothing else of the runner is
+  delete cmds?.detail['config|resetstat'];
+  const total = cmds ? sumCalls(cmds.detail) : NaN;
+  return {
+    contender: c.name,
+    valid: invalid.length === 0,
+    invalid,
+    seconds: IDLE_SECONDS,
+    commands: cmds?.detail,
+    perSecond: total / IDLE_SECONDS,
+    perBlockMs: (total / IDLE_SECONDS) * (BLOCK_MS / 1000),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// summary and output
+// ---------------------------------------------------------------------------------------------
+
+function spread(runs, key) {
+  const xs = runs.map((r) => r[key]).filter((x) => typeof x === 'number' && !Number.isNaN(x));
+  return { median: median(xs), min: Math.min(...xs), max: Math.max(...xs) };
+}
+
+function summarizeDrain(results) {
+  const by = {};
+  for (const c of CONTENDERS) {
+    const runs = results.filter((r) => r.contender === c.name);
+    if (runs.length === 0) continue;
+    const bad = runs.filter((r) => !r.valid);
+    by[c.name] = {
+      n: runs[0].n,
+      rounds: runs.length,
+      valid: bad.length === 0,
+      invalid: [...new Set(bad.flatMap((r) => r.invalid))],
+      rate: spread(runs, 'rate'),
+      cpuPer100k: spread(runs, 'cpuPer100k'),
+      commandsPerEntry: spread(runs, 'commandsPerEntry'),
+    };
+  }
+  const base = by.raw?.valid ? by.raw.rate.median : null;
+  for (const c of CONTENDERS) {
+    const s = by[c.name];
+    if (!s) continue;
+    s.ratioToRaw = s.valid && base ? s.rate.median / base : null;
+    if (c.baseline && by[c.baseline]?.valid && s.valid)
+      s.ratioToBaseline = {
+        baseline: c.baseline,
+        ratio: s.rate.median / by[c.baseline].rate.median,
+      };
+  }
+  return by;
+}
+
+function summarizeLatency(results) {
+  const by = {};
+  for (const r of results) {
+    const key = `${r.contender}@${r.rate}`;
+    (by[key] ??= { contender: r.contender, rate: r.rate, runs: [] }).runs.push(r);
+  }
+  for (const s of Object.values(by)) {
+    const bad = s.runs.filter((r) => !r.valid);
+    s.valid = bad.length === 0;
+    s.invalid = [...new Set(bad.flatMap((r) => r.invalid))];
+    s.saturatedRounds = s.runs.filter((r) => r.saturated).length;
+    s.rounds = s.runs.length;
+    const lat = s.runs.map((r) => r.latencyMs).filter(Boolean);
+    s.latencyMs = {};
+    for (const k of ['p50', 'p99', 'p999', 'max', 'mean']) s.latencyMs[k] = spread(lat, k);
+    s.consumeRate = spread(s.runs, 'consumeRate');
+    s.foreignCpu = spread(s.runs, 'foreignCpu');
+    s.producerRate = spread(s.runs, 'producerRate');
+    delete s.runs;
+  }
+  return by;
+}
+
+function machineInfo(redisVersion) {
+  const cpus = os.cpus();
+  const version = (pkg) => {
+    try {
+      return JSON.parse(readFileSync(join(root, 'node_modules', pkg, 'package.json'), 'utf8'))
+        .version;
+    } catch {
+      return null;
+    }
+  };
+  let git = null;
+  try {
+    git = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {
+      cwd: root,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'lib'], {
+      cwd: root,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+    if (dirty) git += ' (lib/ modified)';
+  } catch {
+    // not a git checkout
+  }
+  return {
+    cpu: cpus[0]?.model ?? 'unknown',
+    cores: cpus.length,
+    memoryGb: Math.round(os.totalmem() / 2 ** 30),
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+    redisServer: redisVersion,
+    ioredis: version('ioredis'),
+    bullmq: version('bullmq'),
+    nest: version('@nestjs/core'),
+    library: LIB,
+    git,
+    date: new Date().toISOString(),
+  };
+}
+
+function markdown(report) {
+  const { machine, config, drain, latency, idle, memory, targets } = report;
+  const pctCell = (x) =>
+    x === null || x === undefined || Number.isNaN(x) ? '-' : `${(x * 100).toFixed(0)}%`;
+  const L = [];
+  L.push(
+    `# nestjs-echo-stream benchmark${config.quick ? ' (QUICK smoke run: figures not meaningful)' : ''}`,
+  );
+  L.push('');
+  L.push(
+    `${machine.cpu}, ${machine.cores} cores, ${machine.memoryGb} GB; ${machine.os}; Node ${machine.node}; redis-server ${machine.redisServer} (loopback, no persistence); ioredis ${machine.ioredis}, BullMQ ${machine.bullmq}, Nest ${machine.nest}; ${machine.date}${machine.git ? `; commit ${machine.git}` : ''}`,
+  );
+  L.push('');
+  L.push(
+    `Rounds: ${config.rounds} (order rotated); every contender in a fresh process per run; figures are median [min-max] over rounds.${config.priority !== null ? ` Processes ran at nice ${config.priority}.` : ''}`,
+  );
+  if (report.noise) {
+    const { median: med, max } = report.noise;
+    L.push('');
+    const { busyRuns, runs } = report.noise;
+    L.push(
+      `Other processes used ${pctCell(med)} (median) / ${pctCell(max)} (max) of the machine's CPU during the measurements (${busyRuns} of ${runs} runs above 10%); load average ${report.noise.loadStart.join(' ')} at start, ${report.noise.loadEnd.join(' ')} at end.${med > 0.05 || busyRuns > runs / 10 ? ' **The machine was not quiet: tail latencies (and, less, throughput) are disturbed; compare ratios within this run only.**' : ''}`,
+    );
+  }
+  if (drain) {
+    L.push('');
+    L.push(`## Drain: pre-filled entries of ~200-byte JSON, first handled -> last handled`);
+    L.push('');
+    L.push(
+      '| contender | N | entries/s median | min | max | x raw | Redis cmds/entry | CPU s/100k |',
+    );
+    L.push('|---|---:|---:|---:|---:|---:|---:|---:|');
+    for (const c of report.contenders) {
+      const s = drain[c.name];
+      if (!s) continue;
+      if (!s.valid) {
+        L.push(`| ${c.label} | ${fmt(s.n)} | INVALID: ${s.invalid.join('; ')} | | | | | |`);
+        continue;
+      }
+      const ratio = s.ratioToRaw == null ? '-' : `${fmtSig(s.ratioToRaw)}x`;
+      const extra = s.ratioToBaseline
+        ? ` (${fmtSig(s.ratioToBaseline.ratio)}x ${s.ratioToBaseline.baseline})`
+        : '';
+      L.push(
+        `| ${c.label} | ${fmt(s.n)} | ${fmt(s.rate.median)} | ${fmt(s.rate.min)} | ${fmt(s.rate.max)} | ${ratio}${extra} | ${fmtSig(s.commandsPerEntry.median)} | ${fmtSig(s.cpuPer100k.median)} |`,
+      );
+    }
+    L.push('');
+    L.push(
+      'Redis cmds/entry: INFO commandstats delta over the run / N (BullMQ: includes the commands its Lua scripts run). CPU: user+sys of the consumer process over the drain window.',
+    );
+  }
+  if (latency) {
+    L.push('');
+    L.push(
+      `## Latency publish -> handler, open-loop producer (separate process), ${config.latencySeconds} s measured after ${config.latencyWarmup} s warm-up`,
+    );
+    L.push('');
+    L.push('| contender | rate/s | p50 ms | p99 ms | p99.9 ms | max ms | consumed/s | other CPU |');
+    L.push('|---|---:|---:|---:|---:|---:|---:|---:|');
+    for (const s of Object.values(latency)) {
+      const c = report.contenders.find((x) => x.name === s.contender);
+      if (!s.valid) {
+        L.push(`| ${c.label} | ${fmt(s.rate)} | INVALID: ${s.invalid.join('; ')} | | | | | |`);
+        continue;
+      }
+      const m = s.latencyMs;
+      const cell = (k) =>
+        `${fmtSig(m[k].median)}${config.rounds > 1 ? ` [${fmtSig(m[k].min)}-${fmtSig(m[k].max)}]` : ''}`;
+      L.push(
+        `| ${c.label} | ${fmt(s.rate)} | ${cell('p50')} | ${cell('p99')} | ${cell('p999')} | ${cell('max')} | ${fmt(s.consumeRate.median)}${s.saturatedRounds ? ` (saturated${s.saturatedRounds < s.rounds ? ` in ${s.saturatedRounds} of ${s.rounds} rounds` : ''}: cannot keep up)` : ''} | ${pctCell(s.foreignCpu.median)} |`,
+      );
+    }
+  }
+  if (memory) {
+    L.push('');
+    L.push(`## Memory: drain of ${fmt(config.memN)} entries, consumer RSS`);
+    L.push('');
+    L.push(
+      `| contender | RSS after ${fmt(config.memN / 10)} MB | RSS after ${fmt(config.memN)} MB | ratio | heap used after ${fmt(config.memN)} MB | entries/s |`,
+    );
+    L.push('|---|---:|---:|---:|---:|---:|');
+    for (const m of memory) {
+      const c = report.contenders.find((x) => x.name === m.contender);
+      if (!m.valid) {
+        L.push(`| ${c.label} | INVALID: ${m.invalid.join('; ')} | | | | |`);
+        continue;
+      }
+      L.push(
+        `| ${c.label} | ${fmt(m.rssFirstMb, 1)} | ${fmt(m.rssLastMb, 1)} | ${fmtSig(m.rssRatio)} | ${fmt(m.heapLastMb, 1)} | ${fmt(m.rate)} |`,
+      );
+    }
+  }
+  if (idle) {
+    L.push('');
+    L.push(
+      `## Idle: a parked loop, no traffic, ${config.idleSeconds} s window (INFO commandstats delta)`,
+    );
+    L.push('');
+    L.push('| contender | commands/s | per 5 s (blockMs) | commands |');
+    L.push('|---|---:|---:|---|');
+    for (const i of idle) {
+      const c = report.contenders.find((x) => x.name === i.contender);
+      if (!i.valid) {
+        L.push(`| ${c.label} | INVALID: ${i.invalid.join('; ')} | | |`);
+        continue;
+      }
+      const detail = Object.entries(i.commands ?? {})
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ');
+      L.push(
+        `| ${c.label} | ${fmtSig(i.perSecond)} | ${fmtSig(i.perBlockMs)} | ${detail || '-'} |`,
+      );
+    }
+  }
+  if (targets.length) {
+    L.push('');
+    L.push('## SPEC §8 targets');
+    L.push('');
+    L.push('| target | measured | status |');
+    L.push('|---|---:|---|');
+    for (const t of targets) L.push(`| ${t.target} | ${t.measured} | ${t.status} |`);
+  }
+  L.push('');
+  return L.join('\n');
+}
+
+function targetsOf(report) {
+  const out = [];
+  const status = (ok) => (ok === null ? 'n/a' : ok ? 'met' : 'NOT MET');
+  const d = report.drain;
+  if (d?.lib) {
+    const r = d.lib.ratioToRaw;
+    out.push({
+      target: 'throughput lib / raw >= 0.9 (aim > 1.0)',
+      measured: r == null ? 'INVALID' : `${fmtSig(r)}x`,
+      status: status(r == null ? false : r >= 0.9),
+    });
+    const b = d['bullmq-c1'];
+    const rb = d.lib.valid && b?.valid ? d.lib.rate.median / b.rate.median : null;
+    if (b)
+      out.push({
+        target: 'throughput lib / BullMQ(c=1) >= 10',
+        measured: rb == null ? 'INVALID' : `${fmtSig(rb)}x`,
+        status: status(rb == null ? false : rb >= 10),
+      });
+  }
+  const l = report.latency?.['lib@1000'];
+  if (l) {
+    const p99 = l.valid ? l.latencyMs.p99.median : null;
+    out.push({
+      target: 'publish -> handler p99 at 1,000/s < 2 ms',
+      measured:
+        p99 == null ? 'INVALID' : `${fmtSig(p99)} ms (p50 ${fmtSig(l.latencyMs.p50.median)} ms)`,
+      status: status(p99 == null ? false : p99 < 2),
+    });
+  }
+  const m = report.memory?.find((x) => x.contender === 'lib');
+  if (m)
+    out.push({
+      target: `RSS(${fmt(report.config.memN)}) / RSS(${fmt(report.config.memN / 10)}) <= 1.1`,
+      measured: m.valid ? fmtSig(m.rssRatio) : 'INVALID',
+      status: status(m.valid ? m.rssRatio <= 1.1 : false),
+    });
+  const i = report.idle?.find((x) => x.contender === 'lib');
+  if (i) {
+    const limit = (1 + SWEEP_COMMANDS) / (BLOCK_MS / 1000);
+    out.push({
+      target: `idle <= 1 command per blockMs + sweep (${fmtSig(limit)}/s)`,
+      measured: i.valid ? `${fmtSig(i.perSecond)}/s` : 'INVALID',
+      status: status(i.valid ? i.perSecond <= limit + 1e-9 : false),
+    });
+  }
+  return out;
+}
+
+function writeAtomic(file, text) {
+  writeFileSync(`${file}.tmp`, text);
+  renameSync(`${file}.tmp`, file);
+}
+
+// ---------------------------------------------------------------------------------------------
+// main
+// ---------------------------------------------------------------------------------------------
+
+function rotated(list, round) {
+  const k = round % list.length;
+  return list.slice(k).concat(list.slice(0, k));
+}
+
+async function main() {
+  if (CONTENDERS.some((c) => c.script === 'library.mjs') && !existsSync(LIB)) {
+    throw new Error(`${LIB} not found: run 'npm run build' first (or point BENCH_LIB at a build)`);
+  }
+  const started = Date.now();
+  const loadStart = os.loadavg().map((x) => x.toFixed(2));
+  const redis = await startRedis();
+  prioritize(redis.pid);
+  const stop = async () => {
+    await redis.stop();
+    process.exit(130);
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  try {
+    const info = await redis.admin.info('server');
+    const redisVersion = /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown';
+    const report = {
+      machine: machineInfo(redisVersion),
+      config: {
+        priority: PRIORITY,
+        quick: QUICK,
+        full: FULL,
+        n: N,
+        slowN: SLOW_N,
+        rounds: ROUNDS,
+        rates: RATES,
+        latencyWarmup: LAT_WARMUP,
+        latencySeconds: LAT_SECONDS,
+        idleSeconds: IDLE_SECONDS,
+        memN: MEM_N,
+        blockMs: BLOCK_MS,
+        batchSize: 100,
+      },
+      contenders: CONTENDERS.map(({ name, label }) => ({ name, label })),
+      runs: { drain: [], latency: [], idle: [], memory: [] },
+    };
+    log(
+      `bench: redis-server ${redisVersion} on ${redis.url}; N=${N} (slow contenders ${SLOW_N}), ${ROUNDS} round(s)`,
+    );
+
+    if (WORKLOADS.includes('drain')) {
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const c of rotated(
+          CONTENDERS.filter((x) => x.workloads.includes('drain')),
+          round,
+        )) {
+          const r = await drain(c, redis, { n: c.slow ? SLOW_N : N, mode: 'drain', round });
+          report.runs.drain.push(r);
+          log(
+            `  drain r${round} ${c.name.padEnd(11)} ${r.valid ? `${fmt(r.rate).padStart(9)} entries/s  ${fmtSig(r.commandsPerEntry)} cmds/entry  cpu ${fmtSig(r.cpuPer100k)} s/100k` : `INVALID ${r.invalid.join('; ')}`}`,
+          );
+        }
+      }
+      report.drain = summarizeDrain(report.runs.drain);
+    }
+    if (WORKLOADS.includes('latency')) {
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const c of rotated(
+          CONTENDERS.filter((x) => x.workloads.includes('latency')),
+          round,
+        )) {
+          for (const rate of RATES) {
+            const r = await latency(c, redis, { rate, round });
+            report.runs.latency.push(r);
+            const m = r.latencyMs;
+            log(
+              `  latency r${round} ${c.name.padEnd(11)} @${rate}/s ${r.valid && m ? `p50 ${fmtSig(m.p50)} p99 ${fmtSig(m.p99)} p99.9 ${fmtSig(m.p999)} max ${fmtSig(m.max)} ms${r.saturated ? ' (saturated)' : ''}` : `INVALID ${r.invalid.join('; ')}`}`,
+            );
+          }
+        }
+      }
+      report.latency = summarizeLatency(report.runs.latency);
+    }
+    if (WORKLOADS.includes('idle')) {
+      for (const c of CONTENDERS.filter((x) => x.workloads.includes('idle'))) {
+        const r = await idle(c, redis);
+        report.runs.idle.push(r);
+        log(
+          `  idle ${c.name.padEnd(11)} ${r.valid ? `${fmtSig(r.perSecond)} commands/s ${JSON.stringify(r.commands)}` : `INVALID ${r.invalid.join('; ')}`}`,
+        );
+      }
+      report.idle = report.runs.idle;
+    }
+    if (WORKLOADS.includes('memory')) {
+      for (const c of CONTENDERS.filter((x) => x.workloads.includes('memory'))) {
+        const r = await drain(c, redis, { n: MEM_N, mode: 'memory', round: 0 });
+        const first = r.memory?.[0];
+        const last = r.memory?.[r.memory.length - 1];
+        if (r.valid && first && last) {
+          Object.assign(r, {
+            rssFirstMb: first.rss / 2 ** 20,
+            rssLastMb: last.rss / 2 ** 20,
+            rssRatio: last.rss / first.rss,
+            heapLastMb: last.heapUsed / 2 ** 20,
+          });
+        } else if (r.valid) {
+          r.valid = false;
+          r.invalid.push('no memory samples');
+        }
+        report.runs.memory.push(r);
+        log(
+          `  memory ${c.name.padEnd(11)} ${r.valid ? `RSS ${fmt(r.rssFirstMb, 1)} -> ${fmt(r.rssLastMb, 1)} MB (x${fmtSig(r.rssRatio)}), ${fmt(r.rate)} entries/s` : `INVALID ${r.invalid.join('; ')}`}`,
+        );
+      }
+      report.memory = report.runs.memory;
+    }
+    const noise = [...report.runs.drain, ...report.runs.latency, ...report.runs.memory]
+      .map((r) => r.foreignCpu)
+      .filter((x) => typeof x === 'number');
+    if (noise.length)
+      report.noise = {
+        median: median(noise),
+        max: Math.max(...noise),
+        busyRuns: noise.filter((x) => x > 0.1).length,
+        runs: noise.length,
+        loadStart,
+        loadEnd: os.loadavg().map((x) => x.toFixed(2)),
+      };
+    report.targets = targetsOf(report);
+    report.elapsedSeconds = (Date.now() - started) / 1000;
+    const md = markdown(report);
+    mkdirSync(RESULTS, { recursive: true });
+    writeAtomic(join(RESULTS, `${OUT}.json`), JSON.stringify(report, null, 2) + '\n');
+    writeAtomic(join(RESULTS, `${OUT}.md`), md);
+    process.stdout.write(md);
+    log(
+      `bench: done in ${fmt(report.elapsedSeconds, 1)} s; wrote ${join(RESULTS, OUT).slice(root.length + 1)}.json and .md`,
+    );
+    const invalid = [
+      ...Object.values(report.drain ?? {}),
+      ...Object.values(report.latency ?? {}),
+      ...(report.idle ?? []),
+      ...(report.memory ?? []),
+    ].some((s) => !s.valid);
+    process.exitCode = invalid ? 1 : 0;
+  } finally {
+    await redis.stop();
+  }
+}
+
+/** `node bench/run.mjs --render [results.json]`: re-renders the markdown of a finished run. */
+function render(file) {
+  const report = JSON.parse(readFileSync(file, 'utf8'));
+  const noise = [...report.runs.drain, ...report.runs.latency, ...report.runs.memory]
+    .map((r) => r.foreignCpu)
+    .filter((x) => typeof x === 'number');
+  for (const s of Object.values(report.latency ?? {})) {
+    const runs = report.runs.latency.filter(
+      (r) => r.contender === s.contender && r.rate === s.rate,
+    );
+    Object.assign(s, {
+      saturatedRounds: runs.filter((r) => r.saturated).length,
+      rounds: runs.length,
+    });
+  }
+  if (report.noise && noise.length)
+    Object.assign(report.noise, {
+      busyRuns: noise.filter((x) => x > 0.1).length,
+      runs: noise.length,
+    });
+  const md = markdown(report);
+  writeAtomic(file.replace(/\.json$/, '.md'), md);
+  process.stdout.write(md);
+}
+
+if (process.argv[2] === '--render') {
+  render(resolve(process.argv[3] ?? join(RESULTS, `${OUT}.json`)));
+  process.exit(0);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(2);
+});
