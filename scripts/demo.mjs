@@ -16,12 +16,10 @@
  * DEMO_VERBOSE=1 (print Nest's start-up lines and full stacks).
  */
 import { spawn } from 'node:child_process';
-import * as fs from 'node:fs';
-import * as net from 'node:net';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { freePort, startThrowawayRedis } from './lib/throwaway-redis.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SAMPLE_MAIN = path.join(ROOT, '.sample-dist', 'sample', 'main.js');
@@ -51,17 +49,6 @@ function fail(message) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 /** Runs a command to completion with its output shown; rejects on a non-zero exit. */
 function runVisible(cmd, args) {
   return new Promise((resolve, reject) => {
@@ -79,8 +66,8 @@ function runVisible(cmd, args) {
 const state = {
   base: undefined,
   app: undefined,
+  /** The throw-away redis-server (its own exit hook kills it if the demo dies first). */
   redis: undefined,
-  redisDir: undefined,
   client: undefined,
   timers: [],
 };
@@ -88,16 +75,14 @@ let stopping;
 
 /** Last resort on any exit: nothing the demo started outlives it. */
 process.on('exit', () => {
-  for (const child of [state.app, state.redis]) {
-    if (child && child.exitCode === null && child.signalCode === null) {
-      try {
-        process.kill(child.pid, 'SIGKILL');
-      } catch {
-        // gone
-      }
+  const child = state.app;
+  if (child && child.exitCode === null && child.signalCode === null) {
+    try {
+      process.kill(child.pid, 'SIGKILL');
+    } catch {
+      // gone
     }
   }
-  if (state.redisDir) fs.rmSync(state.redisDir, { recursive: true, force: true });
 });
 
 function waitExit(child, ms) {
@@ -131,11 +116,7 @@ async function stop(reason, code = 0) {
     }
     if (state.client) state.client.disconnect();
     if (state.redis) {
-      state.redis.kill('SIGTERM');
-      if (!(await waitExit(state.redis, 3000))) state.redis.kill('SIGKILL');
-      await waitExit(state.redis, 2000);
-      fs.rmSync(state.redisDir, { recursive: true, force: true });
-      state.redisDir = undefined;
+      await state.redis.stop();
       say('throw-away redis-server stopped');
     }
     process.exit(code);
@@ -150,65 +131,14 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
 // ---------------------------------------------------------------------------------------------
 
 async function startRedis() {
-  state.redisDir = fs.mkdtempSync(path.join(os.tmpdir(), 'echo-stream-demo-'));
-  const port = await freePort();
-  // detached: Ctrl-C in the terminal reaches the demo only; it stops the app, then this server.
-  const child = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--dir',
-      state.redisDir,
-      '--daemonize',
-      'no',
-      '--logfile',
-      path.join(state.redisDir, 'redis.log'),
-    ],
-    { stdio: 'ignore', detached: true },
-  );
-  state.redis = child;
-  await new Promise((resolve, reject) => {
-    child.once('spawn', resolve);
-    child.once('error', (err) =>
-      reject(
-        new Error(
-          err.code === 'ENOENT'
-            ? "redis-server not found: install it ('apt-get install -y redis-server') or set REDIS_URL"
-            : `redis-server: ${err.message}`,
-        ),
-      ),
-    );
-  });
-  const url = `redis://127.0.0.1:${port}`;
-  const probe = new Redis(url, {
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  probe.on('error', () => undefined);
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    if (child.exitCode !== null)
-      throw new Error(`redis-server exited during start (see ${state.redisDir}/redis.log)`);
-    try {
-      await probe.connect();
-      await probe.ping();
-      probe.disconnect();
-      break;
-    } catch {
-      probe.disconnect();
-      if (Date.now() > deadline) throw new Error(`redis-server did not answer on port ${port}`);
-      await sleep(50);
-    }
+  try {
+    // detached: Ctrl-C in the terminal reaches the demo only; it stops the app, then this server.
+    state.redis = await startThrowawayRedis({ tmpPrefix: 'echo-stream-demo-', detached: true });
+  } catch (err) {
+    if (err.code === 'ENOENT') err.message += ' (or set REDIS_URL to use a running server)';
+    throw err;
   }
-  return url;
+  return state.redis.url;
 }
 
 const NOISE = /\[(InstanceLoader|RoutesResolver|RouterExplorer|NestFactory)\]/;

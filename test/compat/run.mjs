@@ -18,11 +18,11 @@
  */
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { startThrowawayRedis } from '../../scripts/lib/throwaway-redis.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
@@ -73,72 +73,13 @@ function tail(text, lines = 20) {
   return text.trimEnd().split('\n').slice(-lines).join('\n');
 }
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** A throw-away redis-server (no persistence) on a free loopback port. */
+/** A throw-away redis-server (no persistence) on a free loopback port, plus redis-cli on it. */
 async function startRedis(dir) {
-  fs.mkdirSync(dir, { recursive: true });
-  const port = await freePort();
-  const child = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--dir',
-      dir,
-      '--daemonize',
-      'no',
-      '--logfile',
-      path.join(dir, 'redis.log'),
-    ],
-    { stdio: 'ignore' },
-  );
-  children.add(child);
-  let exited = false;
-  const exitedP = new Promise((r) =>
-    child.once('exit', () => ((exited = true), children.delete(child), r())),
-  );
-  child.once('error', (err) => {
-    exited = true;
-    console.error(
-      `redis-server: ${err.message} (install it with 'apt-get install -y redis-server')`,
-    );
-  });
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    if (exited) throw new Error(`redis-server exited during start (port ${port})`);
-    const pong = await run('redis-cli', ['-p', String(port), 'PING']).catch(() => ({ stdout: '' }));
-    if (pong.stdout.trim() === 'PONG') break;
-    if (Date.now() > deadline) throw new Error(`redis-server did not answer PING on port ${port}`);
-    await sleep(50);
-  }
+  const server = await startThrowawayRedis({ dir });
   return {
-    port,
-    url: `redis://127.0.0.1:${port}`,
-    cli: (...args) => run('redis-cli', ['-p', String(port), ...args]).then((r) => r.stdout.trim()),
-    async stop() {
-      if (!exited) child.kill('SIGTERM');
-      await Promise.race([exitedP, sleep(3000)]);
-      if (!exited) child.kill('SIGKILL');
-      await exitedP;
-    },
+    ...server,
+    cli: (...args) =>
+      run('redis-cli', ['-p', String(server.port), ...args]).then((r) => r.stdout.trim()),
   };
 }
 

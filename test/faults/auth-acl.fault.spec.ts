@@ -18,10 +18,10 @@
  */
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
-import { ConsumerStats, EchoStreamModule, StreamHandler } from '../../lib';
-import { RedisServer, stopAllRedisServers } from '../support/redis-server';
+import { ConsumerStats, StreamHandler } from '../../lib';
+import type { StreamHandlerOptions } from '../../lib/interfaces/stream-handler-options.interface';
+import { RedisServer } from '../support/redis-server';
 import { sleep, waitFor } from '../support/wait-for';
 import {
   RECOMMENDED_CONSUMER_ACL,
@@ -29,23 +29,21 @@ import {
   runAclScenario,
 } from './support/acl-scenario';
 import {
-  CaptureLogger,
   commandStats,
   infoNumber,
   pendingCount,
   report,
   retryDelays,
   startLoop,
-  stopAllLoops,
+  stopLoopsAndServersAfterEach,
+  streamNames,
+  type InProcessLoop,
 } from './support/in-process-loop';
+import { CaptureLogger, createEchoStreamApp } from './support/nest-app';
 
-let n = 0;
-const fresh = (what: string) => `acl-${what}-${process.pid}-${++n}`;
+const fresh = streamNames('acl');
 
-afterEach(async () => {
-  await stopAllLoops();
-  await stopAllRedisServers();
-});
+stopLoopsAndServersAfterEach();
 
 async function userWith(admin: Redis, user: string, rules: string[]): Promise<void> {
   await admin.acl(
@@ -80,17 +78,15 @@ describe('wrong password (scenario 15)', () => {
     const server = await RedisServer.start({ password: 'right-pw' });
     const admin = server.client();
     const logs = new CaptureLogger();
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        EchoStreamModule.forRoot({
-          connection: `redis://:wrong-pw@127.0.0.1:${server.port}`,
-          consumerName: 'wrong-pass',
-          shutdownTimeoutMs: 1000,
-        }),
-        WrongPassModule,
-      ],
-    }).compile();
-    const app = moduleRef.createNestApplication({ logger: logs });
+    const app = await createEchoStreamApp(
+      {
+        connection: `redis://:wrong-pw@127.0.0.1:${server.port}`,
+        consumerName: 'wrong-pass',
+        shutdownTimeoutMs: 1000,
+      },
+      WrongPassModule,
+      logs,
+    );
     const authFailures = async () => (await commandStats(admin)).get('auth')?.failed ?? 0;
     const deniedBefore = await authFailures();
     const connectionsBefore = await infoNumber(admin, 'stats', 'total_connections_received');
@@ -141,19 +137,33 @@ describe('wrong password (scenario 15)', () => {
 });
 
 describe('an ACL user lacking a command (scenario 15)', () => {
+  /** A fresh server and a loop on it logged in as `user`, who may run every command but `command`. */
+  async function loopWithout(
+    command: string,
+    user: string,
+    options: Partial<StreamHandlerOptions>,
+  ): Promise<{ admin: Redis; stream: string; loop: InProcessLoop }> {
+    const server = await RedisServer.start();
+    const admin = server.client();
+    const stream = fresh(`no-${command}`);
+    await admin.acl('SETUSER', user, 'on', '>pw', '~*', '&*', '+@all', `-${command}`);
+    const loop = startLoop({
+      url: `redis://${user}:pw@127.0.0.1:${server.port}`,
+      stream,
+      group: 'g',
+      options,
+    });
+    return { admin, stream, loop };
+  }
+
   it('without XAUTOCLAIM: NOPERM logged with stream/group, degraded, doubling backoff; once granted the loop recovers', async () => {
     // Invariant: a command the ACL refuses is an error like any other: logged with context, the
     // loop degraded and backing off (a bounded number of refused XAUTOCLAIMs), never dead; when
     // the ACL is fixed the loop recovers on its own and handles what waited; XPENDING 0.
-    const server = await RedisServer.start();
-    const admin = server.client();
-    const stream = fresh('no-xautoclaim');
-    await admin.acl('SETUSER', 'limited', 'on', '>pw', '~*', '&*', '+@all', '-xautoclaim');
-    const loop = startLoop({
-      url: `redis://limited:pw@127.0.0.1:${server.port}`,
-      stream,
-      group: 'g',
-      options: { blockMs: 200, minIdleMs: 1000, claimIntervalMs: 500 },
+    const { admin, stream, loop } = await loopWithout('xautoclaim', 'limited', {
+      blockMs: 200,
+      minIdleMs: 1000,
+      claimIntervalMs: 500,
     });
     await admin.xadd(stream, '*', 'id', 'waiting', 'data', '{}');
     await admin.config('RESETSTAT');
@@ -195,15 +205,10 @@ describe('an ACL user lacking a command (scenario 15)', () => {
     // Invariant: acks the ACL refuses are kept and retried on a doubling backoff; the entries are
     // not handled again meanwhile; once XACK is allowed they are acked: XPENDING 0, each handled
     // exactly once.
-    const server = await RedisServer.start();
-    const admin = server.client();
-    const stream = fresh('no-xack');
-    await admin.acl('SETUSER', 'noack', 'on', '>pw', '~*', '&*', '+@all', '-xack');
-    const loop = startLoop({
-      url: `redis://noack:pw@127.0.0.1:${server.port}`,
-      stream,
-      group: 'g',
-      options: { blockMs: 200, minIdleMs: 60_000, claimIntervalMs: 60_000 },
+    const { admin, stream, loop } = await loopWithout('xack', 'noack', {
+      blockMs: 200,
+      minIdleMs: 60_000,
+      claimIntervalMs: 60_000,
     });
     await waitFor(() => loop.consumer.snapshot().state === 'running');
     for (let i = 0; i < 5; i++) await admin.xadd(stream, '*', 'id', `e${i}`, 'data', '{}');

@@ -30,6 +30,7 @@ import {
 import {
   assertOracle,
   formatReport,
+  oracleInput,
   OracleProducer,
   runOracle,
   waitForQuiet,
@@ -164,7 +165,7 @@ describe('S16 chaos: consumer processes and Redis killed at random under load', 
       await supervisor.heal();
 
       const redis = server.client();
-      const input = { redis, stream, group, ledgers: [ledger], acked: producer.acked };
+      const input = oracleInput(redis, producer, ledger, group);
       await waitForQuiet(input, { timeoutMs: 30_000 });
       await Promise.all(procs.map((p) => p.kill('SIGTERM')));
       const report = await runOracle(input);

@@ -17,19 +17,27 @@ import {
   parkedRead,
   pendingCount,
   removeLedgerDirs,
+  publishAndHandle,
   report,
   startLoop,
   stopAllLoops,
+  streamNames,
   waitForFreshPark,
   type InProcessLoop,
+  type InProcessLoopOptions,
 } from './support/in-process-loop';
-import { assertOracle, formatReport, OracleProducer, waitForQuiet } from './support/oracle';
+import {
+  assertOracle,
+  formatReport,
+  oracleInput,
+  OracleProducer,
+  waitForQuiet,
+} from './support/oracle';
 
 let server: RedisServer;
 let redis: Redis;
 const proxies: TcpProxy[] = [];
-let n = 0;
-const fresh = (what: string) => `conn-${what}-${process.pid}-${++n}`;
+const fresh = streamNames('conn');
 
 beforeAll(async () => {
   server = await RedisServer.start();
@@ -44,18 +52,31 @@ afterAll(async () => {
   removeLedgerDirs();
 });
 
-async function proxyUrl(): Promise<string> {
+/**
+ * A loop on a fresh stream (group `g`, with a ledger) whose own link goes through a new TcpProxy
+ * (stopped after the test); its control connection talks to the server directly.
+ */
+async function loopBehindProxy(
+  what: string,
+  opts: Pick<InProcessLoopOptions, 'consumer' | 'options' | 'handle' | 'deadlineMs'>,
+): Promise<{ stream: string; ledger: string; proxy: TcpProxy; loop: InProcessLoop }> {
+  const stream = fresh(what);
+  const ledger = ledgerFile(stream);
   const proxy = await TcpProxy.start(server.port);
   proxies.push(proxy);
-  return `redis://127.0.0.1:${proxy.port}`;
+  const loop = startLoop({
+    url: `redis://127.0.0.1:${proxy.port}`,
+    controlUrl: server.url,
+    stream,
+    group: 'g',
+    ledger,
+    ...opts,
+  });
+  return { stream, ledger, proxy, loop };
 }
 
 /** The watchdog deadline of a parked read (streams-client: blockMs + max(1000, blockMs)). */
 const watchdogMs = (blockMs: number) => blockMs + Math.max(1000, blockMs);
-
-function oracleInput(stream: string, ledger: string, producer: OracleProducer) {
-  return { redis, stream, group: 'g', ledgers: [ledger], acked: producer.acked };
-}
 
 /** The CLIENT LIST id of the loop's connection parked in XREADGROUP on the server. */
 async function parkedLoopClientId(): Promise<string> {
@@ -81,9 +102,7 @@ describe('connection cut while parked (scenario 7)', () => {
     ledger: string,
     cut: () => Promise<void>,
   ): Promise<void> {
-    const producer = new OracleProducer(redis, stream);
-    await producer.publishMany(5);
-    await waitFor(() => loop.handled.length === 5, { message: 'first five handled' });
+    const producer = await publishAndHandle(redis, stream, loop, 5, 'first five handled');
     await waitForFreshPark(loop);
     const cutAt = Date.now();
     await cut();
@@ -93,7 +112,7 @@ describe('connection cut while parked (scenario 7)', () => {
       message: 'entries published after the cut handled within blockMs + margin',
     });
     const resumedMs = Date.now() - cutAt;
-    const result = await waitForQuiet(oracleInput(stream, ledger, producer), { timeoutMs: 5000 });
+    const result = await waitForQuiet(oracleInput(redis, producer, ledger), { timeoutMs: 5000 });
     assertOracle(result);
     expect(resumedMs).toBeLessThan(watchdogMs(blockMs) + 500);
     report(name, `resumed ${resumedMs} ms after the cut; ${formatReport(result)}`);
@@ -102,18 +121,7 @@ describe('connection cut while parked (scenario 7)', () => {
   it('TcpProxy.cutAll: the parked read fails, the loop reconnects and resumes', async () => {
     // Invariant: a cut of the loop's link loses nothing (every acknowledged write handled once,
     // XPENDING 0) and the loop reads again within blockMs + max(1000, blockMs).
-    const stream = fresh('cut');
-    const ledger = ledgerFile(stream);
-    const url = await proxyUrl();
-    const proxy = proxies[proxies.length - 1];
-    const loop = startLoop({
-      url,
-      controlUrl: server.url,
-      stream,
-      group: 'g',
-      ledger,
-      options: quiet,
-    });
+    const { stream, ledger, proxy, loop } = await loopBehindProxy('cut', { options: quiet });
     await cutAndResume('cutAll', loop, stream, ledger, async () => proxy.cutAll());
     expect(loop.logger.has(/Redis error/)).toBe(true);
     expect(loop.consumer.snapshot().state).toBe('running');
@@ -146,15 +154,13 @@ describe('connection cut while parked (scenario 7)', () => {
       ledger,
       options: { ...quiet, blockMs: 3000 },
     });
-    const producer = new OracleProducer(redis, stream);
-    await producer.publishMany(3);
-    await waitFor(() => loop.handled.length === 3);
+    const producer = await publishAndHandle(redis, stream, loop, 3);
     await parkedLoopClientId();
     const killed = Number(await redis.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes'));
     expect(killed).toBeGreaterThanOrEqual(2); // the loop's and its control connection at least
     await producer.publishMany(3);
     await waitFor(() => loop.handled.length >= 6, { timeoutMs: watchdogMs(3000) + 1000 });
-    assertOracle(await waitForQuiet(oracleInput(stream, ledger, producer), { timeoutMs: 5000 }));
+    assertOracle(await waitForQuiet(oracleInput(redis, producer, ledger), { timeoutMs: 5000 }));
     await waitForFreshPark(loop, 200);
     await redis.config('RESETSTAT');
     const stopAt = Date.now();
@@ -171,23 +177,12 @@ describe('connection cut while parked (scenario 7)', () => {
     // parked read is abandoned within blockMs + max(1000, blockMs) (+ a small margin), and the
     // entries the server delivered into the lost reply (now in the loop's own PEL) are handled
     // after the drain; nothing lost, XPENDING 0.
-    const stream = fresh('blackhole');
-    const ledger = ledgerFile(stream);
-    const url = await proxyUrl();
-    const proxy = proxies[proxies.length - 1];
     const block = 500;
-    const loop = startLoop({
-      url,
-      controlUrl: server.url,
-      stream,
-      group: 'g',
-      ledger,
+    const { stream, ledger, proxy, loop } = await loopBehindProxy('blackhole', {
       deadlineMs: 2000,
       options: { blockMs: block, minIdleMs: 60_000, claimIntervalMs: 60_000 },
     });
-    const producer = new OracleProducer(redis, stream);
-    await producer.publishMany(3);
-    await waitFor(() => loop.handled.length === 3);
+    const producer = await publishAndHandle(redis, stream, loop, 3);
     const read = await waitForFreshPark(loop, 40);
     proxy.blackhole(true);
     const holeAt = Date.now();
@@ -201,7 +196,7 @@ describe('connection cut while parked (scenario 7)', () => {
     proxy.blackhole(false);
     const healedAt = Date.now();
     await producer.publishMany(3);
-    const result = await waitForQuiet(oracleInput(stream, ledger, producer), { timeoutMs: 8000 });
+    const result = await waitForQuiet(oracleInput(redis, producer, ledger), { timeoutMs: 8000 });
     const recoveredMs = Date.now() - healedAt;
     assertOracle(result);
     expect(watchdogAfterMs).toBeGreaterThanOrEqual(watchdogMs(block));
@@ -219,17 +214,8 @@ describe('connection cut while parked (scenario 7)', () => {
   it('a slow link (TcpProxy.setDelay 250 ms each way): latency only, the watchdog does not misfire', async () => {
     // Invariant: 500 ms of extra round trip stays within the watchdog's max(1000, blockMs) margin:
     // no "no reply within", never degraded, every entry handled once, XPENDING 0.
-    const stream = fresh('delay');
-    const ledger = ledgerFile(stream);
-    const url = await proxyUrl();
-    const proxy = proxies[proxies.length - 1];
     const block = 500;
-    const loop = startLoop({
-      url,
-      controlUrl: server.url,
-      stream,
-      group: 'g',
-      ledger,
+    const { stream, ledger, proxy, loop } = await loopBehindProxy('delay', {
       options: { blockMs: block, minIdleMs: 60_000, claimIntervalMs: 60_000 },
     });
     await waitFor(() => loop.consumer.snapshot().state === 'running');
@@ -238,7 +224,7 @@ describe('connection cut while parked (scenario 7)', () => {
     const delayedAt = Date.now();
     await producer.publishMany(5);
     await sleep(watchdogMs(block) + 500); // parked reads answer after ~blockMs + 500 ms meanwhile
-    const result = await waitForQuiet(oracleInput(stream, ledger, producer), { timeoutMs: 5000 });
+    const result = await waitForQuiet(oracleInput(redis, producer, ledger), { timeoutMs: 5000 });
     assertOracle(result);
     const parkedReads = loop.calls.filter(
       (c) => c.method === 'readGroup' && c.args[5] !== undefined && c.at >= delayedAt,
@@ -255,26 +241,13 @@ describe('connection cut while parked (scenario 7)', () => {
     // Invariant: entries the server delivered into a reply the client never got stay in the
     // consumer's PEL; the watchdog drops the link and the drain hands them on (attempts 2), each
     // once; XPENDING 0.
-    const stream = fresh('drop-reply');
-    const ledger = ledgerFile(stream);
-    const url = await proxyUrl();
-    const proxy = proxies[proxies.length - 1];
-    const loop = startLoop({
-      url,
-      controlUrl: server.url,
-      stream,
-      group: 'g',
-      ledger,
-      options: quiet,
-    });
-    const producer = new OracleProducer(redis, stream);
-    await producer.publishMany(2);
-    await waitFor(() => loop.handled.length === 2);
+    const { stream, ledger, proxy, loop } = await loopBehindProxy('drop-reply', { options: quiet });
+    const producer = await publishAndHandle(redis, stream, loop, 2);
     await waitForFreshPark(loop, 40);
     proxy.dropNextReply();
     const publishedAt = Date.now();
     const lost = await producer.publishAtomically(5);
-    const result = await waitForQuiet(oracleInput(stream, ledger, producer), {
+    const result = await waitForQuiet(oracleInput(redis, producer, ledger), {
       timeoutMs: watchdogMs(blockMs) + 3000,
     });
     const recoveredMs = Date.now() - publishedAt;
@@ -295,17 +268,8 @@ describe('XACK on a dropped connection (scenario 8)', () => {
     // Invariant: an ack that fails with the link is kept and re-sent before anything else
     // (before the own-PEL drain), so the entry is not handed on again, and an ack failure never
     // counts toward dead-lettering. XPENDING 0, no dead-letter stream.
-    const stream = fresh('ack-lost');
-    const ledger = ledgerFile(stream);
-    const url = await proxyUrl();
-    const proxy = proxies[proxies.length - 1];
     let holeOpened = false;
-    const loop = startLoop({
-      url,
-      controlUrl: server.url,
-      stream,
-      group: 'g',
-      ledger,
+    const { stream, ledger, proxy, loop } = await loopBehindProxy('ack-lost', {
       options: { blockMs: 1000, minIdleMs: 60_000, claimIntervalMs: 60_000 },
       handle: () => {
         if (holeOpened) return;
@@ -313,15 +277,13 @@ describe('XACK on a dropped connection (scenario 8)', () => {
         proxy.blackhole(true); // the XACK of this entry goes nowhere
       },
     });
-    const producer = new OracleProducer(redis, stream);
-    await producer.publishMany(1);
-    await waitFor(() => loop.handled.length === 1);
+    const producer = await publishAndHandle(redis, stream, loop, 1);
     await sleep(200);
     expect(await pendingCount(redis, stream, 'g')).toBe(1); // handled, but the ack never arrived
     proxy.cutAll();
     proxy.blackhole(false);
     await producer.publishMany(2);
-    const result = await waitForQuiet(oracleInput(stream, ledger, producer), { timeoutMs: 5000 });
+    const result = await waitForQuiet(oracleInput(redis, producer, ledger), { timeoutMs: 5000 });
     assertOracle(result); // includes: zero duplicates
     expect(loop.logger.has(/Redis error/)).toBe(true);
     expect(loop.consumer.snapshot()).toMatchObject({ totalDlq: 0, totalAcked: 3 });
@@ -332,17 +294,13 @@ describe('XACK on a dropped connection (scenario 8)', () => {
   it('an XACK lost when the consumer then stops: a peer redelivers it after minIdleMs (a duplicate, never a loss nor a dead letter)', async () => {
     // Invariant: an entry whose ack never reached Redis stays pending; a live peer reclaims it
     // after minIdleMs and handles it (attempts 2); it is not dead-lettered; XPENDING 0.
-    const stream = fresh('ack-lost-stop');
-    const ledger = ledgerFile(stream);
-    const url = await proxyUrl();
-    const proxy = proxies[proxies.length - 1];
-    const a = startLoop({
-      url,
-      controlUrl: server.url,
+    const {
       stream,
-      group: 'g',
-      consumer: 'a',
       ledger,
+      proxy,
+      loop: a,
+    } = await loopBehindProxy('ack-lost-stop', {
+      consumer: 'a',
       options: { blockMs: 1000, minIdleMs: 500, claimIntervalMs: 60_000 },
       handle: () => proxy.blackhole(true),
     });
@@ -363,7 +321,7 @@ describe('XACK on a dropped connection (scenario 8)', () => {
       ledger,
       options: { blockMs: 200, minIdleMs: 500, claimIntervalMs: 100 },
     });
-    const result = await waitForQuiet(oracleInput(stream, ledger, producer), { timeoutMs: 5000 });
+    const result = await waitForQuiet(oracleInput(redis, producer, ledger), { timeoutMs: 5000 });
     assertOracle(result, { duplicatesAllowed: true });
     expect(result.duplicates).toBe(1);
     expect(b.handled).toEqual([expect.objectContaining({ id, attempts: 2 })]);

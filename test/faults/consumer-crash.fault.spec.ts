@@ -17,6 +17,7 @@ import {
 import {
   assertOracle,
   formatReport,
+  oracleInput,
   OracleProducer,
   readDeadLetters,
   readLedger,
@@ -51,7 +52,7 @@ function scenario(tag: string) {
   const group = 'g';
   const ledger = path.join(workDir, `${stream}.ledger`);
   const producer = new OracleProducer(redis, stream);
-  const input = { redis, stream, group, ledgers: [ledger], acked: producer.acked };
+  const input = oracleInput(redis, producer, ledger, group);
   return {
     stream,
     group,

@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import type { Redis } from 'ioredis';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
 import { makeWorkDir, stopAllConsumerProcesses } from './support/consumer-fleet';
-import { assertOracle, OracleProducer, runOracle } from './support/oracle';
+import { assertOracle, oracleInput, OracleProducer, runOracle } from './support/oracle';
 
 let server: RedisServer;
 let redis: Redis;
@@ -45,8 +45,7 @@ async function history(count: number) {
   const entryIds = (read?.[0][1] ?? []).map(([entryId]) => entryId);
   const record = (i: number) =>
     fs.appendFileSync(ledger, `H ${ids[i]} ${entryIds[i]} c 1 0 0 ${process.pid}\n`);
-  const oracle = () =>
-    runOracle({ redis, stream, group: 'g', ledgers: [ledger], acked: producer.acked });
+  const oracle = () => runOracle(oracleInput(redis, producer, ledger));
   return { stream, ids, entryIds, record, oracle };
 }
 

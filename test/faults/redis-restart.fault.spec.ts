@@ -12,7 +12,7 @@
  */
 import type { Redis } from 'ioredis';
 import { Redis as IORedis } from 'ioredis';
-import { RedisServer, stopAllRedisServers } from '../support/redis-server';
+import { RedisServer } from '../support/redis-server';
 import { sleep, waitFor } from '../support/wait-for';
 import {
   attempts,
@@ -20,22 +20,23 @@ import {
   infoNumber,
   ledgerFile,
   pendingCount,
-  removeLedgerDirs,
   report,
   retryDelays,
   startLoop,
-  stopAllLoops,
+  stopLoopsAndServersAfterEach,
+  streamNames,
 } from './support/in-process-loop';
-import { assertOracle, formatReport, OracleProducer, waitForQuiet } from './support/oracle';
+import {
+  assertOracle,
+  formatReport,
+  oracleInput,
+  OracleProducer,
+  waitForQuiet,
+} from './support/oracle';
 
-let n = 0;
-const fresh = (what: string) => `restart-${what}-${process.pid}-${++n}`;
+const fresh = streamNames('restart');
 
-afterEach(async () => {
-  await stopAllLoops();
-  await stopAllRedisServers();
-});
-afterAll(() => removeLedgerDirs());
+stopLoopsAndServersAfterEach();
 
 /** Writes `keys` filler keys in one MSET (one fsync) so that a restart has something to load. */
 async function fill(redis: Redis, keys: number): Promise<void> {
@@ -124,8 +125,7 @@ describe('Redis SIGKILL + restart with AOF appendfsync always (scenario 5)', () 
     const seen = await probe.stop();
     await producer.done();
 
-    const input = { redis, stream, group: 'g', ledgers: [ledger], acked: producer.acked };
-    const result = await waitForQuiet(input, { timeoutMs: 15_000 });
+    const result = await waitForQuiet(oracleInput(redis, producer, ledger), { timeoutMs: 15_000 });
     assertOracle(result, { duplicatesAllowed: true });
     expect(await pendingCount(redis, stream, 'g')).toBe(0);
     expect(await redis.dbsize()).toBeGreaterThanOrEqual(10_000); // the AOF really came back
@@ -235,10 +235,7 @@ describe('Redis restart without persistence (scenario 6)', () => {
     }
     const stats = await commandStats(redis);
     await producer.done();
-    const result = await waitForQuiet(
-      { redis, stream, group: 'g', ledgers: [ledger], acked: producer.acked },
-      { timeoutMs: 10_000 },
-    );
+    const result = await waitForQuiet(oracleInput(redis, producer, ledger), { timeoutMs: 10_000 });
     assertOracle(result, { duplicatesAllowed: true });
     const creates = attempts(stats, 'xgroup|create');
     expect(destroys).toBeGreaterThan(5);

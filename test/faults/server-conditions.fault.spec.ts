@@ -10,36 +10,37 @@
  */
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
-import { EchoStreamModule, StreamHandler } from '../../lib';
-import { RedisServer, stopAllRedisServers } from '../support/redis-server';
+import { StreamHandler } from '../../lib';
+import { RedisServer } from '../support/redis-server';
 import { sleep, waitFor } from '../support/wait-for';
 import {
   attempts,
-  CaptureLogger,
   commandStats,
   infoNumber,
   ledgerFile,
   pendingCount,
-  removeLedgerDirs,
+  publishAndHandle,
   report,
   startLoop,
-  stopAllLoops,
+  stopLoopsAndServersAfterEach,
+  streamNames,
   waitForFreshPark,
   type ClientCall,
   type InProcessLoop,
 } from './support/in-process-loop';
-import { assertOracle, formatReport, OracleProducer, waitForQuiet } from './support/oracle';
+import { CaptureLogger, createEchoStreamApp } from './support/nest-app';
+import {
+  assertOracle,
+  formatReport,
+  oracleInput,
+  OracleProducer,
+  waitForQuiet,
+} from './support/oracle';
 
-let n = 0;
-const fresh = (what: string) => `cond-${what}-${process.pid}-${++n}`;
+const fresh = streamNames('cond');
 
-afterEach(async () => {
-  await stopAllLoops();
-  await stopAllRedisServers();
-});
-afterAll(() => removeLedgerDirs());
+stopLoopsAndServersAfterEach();
 
 /** Samples the loop's state every 5 ms until `stop()`; returns the states seen. */
 function watchStates(loop: InProcessLoop): { stop(): Set<string> } {
@@ -58,12 +59,19 @@ function errorsAndWarnings(loop: InProcessLoop): string[] {
 }
 
 describe('the group or the stream removed while parked (scenario 11)', () => {
-  it('XGROUP DESTROY while parked: NOGROUP at once, group re-created, entries after it handled', async () => {
-    // Invariant: a destroyed group is re-created (one XGROUP CREATE) without waiting out blockMs;
-    // entries published afterwards are handled; XPENDING 0; logged as a warning, not an error.
+  /**
+   * A loop (blockMs 5000) handles 'before' and parks; after RESETSTAT, `remove` takes its group or
+   * stream away; once `recreated` holds, 'after' is published and handled. Returns how long the
+   * re-create took.
+   */
+  async function removeWhileParked(
+    what: string,
+    remove: (redis: Redis, stream: string) => Promise<unknown>,
+    recreated: { until: (redis: Redis, stream: string) => Promise<boolean>; message: string },
+  ): Promise<{ redis: Redis; stream: string; loop: InProcessLoop; recreatedMs: number }> {
     const server = await RedisServer.start();
     const redis = server.client();
-    const stream = fresh('destroy');
+    const stream = fresh(what);
     const loop = startLoop({
       url: server.url,
       stream,
@@ -75,15 +83,30 @@ describe('the group or the stream removed while parked (scenario 11)', () => {
     await waitForFreshPark(loop, 200);
     await redis.config('RESETSTAT');
     const at = Date.now();
-    await redis.xgroup('DESTROY', stream, 'g');
-    await waitFor(async () => ((await redis.xinfo('GROUPS', stream)) as unknown[]).length === 1, {
+    await remove(redis, stream);
+    await waitFor(() => recreated.until(redis, stream), {
       timeoutMs: 2000,
-      message: 'group re-created well before blockMs',
+      message: recreated.message,
     });
     const recreatedMs = Date.now() - at;
     await redis.xadd(stream, '*', 'id', 'after', 'data', '{}');
-    // re-created at startId '0': 'before' comes again (at-least-once), then 'after'
+    // a destroyed group is re-created at startId '0': 'before' comes again (at-least-once)
     await waitFor(() => loop.handled.some((h) => h.id === 'after'), { timeoutMs: 2000 });
+    return { redis, stream, loop, recreatedMs };
+  }
+
+  it('XGROUP DESTROY while parked: NOGROUP at once, group re-created, entries after it handled', async () => {
+    // Invariant: a destroyed group is re-created (one XGROUP CREATE) without waiting out blockMs;
+    // entries published afterwards are handled; XPENDING 0; logged as a warning, not an error.
+    const { redis, stream, loop, recreatedMs } = await removeWhileParked(
+      'destroy',
+      (redis, stream) => redis.xgroup('DESTROY', stream, 'g'),
+      {
+        until: async (redis, stream) =>
+          ((await redis.xinfo('GROUPS', stream)) as unknown[]).length === 1,
+        message: 'group re-created well before blockMs',
+      },
+    );
     expect(await pendingCount(redis, stream, 'g')).toBe(0);
     expect(attempts(await commandStats(redis), 'xgroup|create')).toBe(1);
     expect(errorsAndWarnings(loop)).toEqual([
@@ -96,28 +119,14 @@ describe('the group or the stream removed while parked (scenario 11)', () => {
     // Invariant: a deleted stream (Redis 7 unblocks the parked read with "UNBLOCKED the stream key
     // no longer exists") is treated like NOGROUP: re-created with MKSTREAM without waiting out
     // blockMs; entries published afterwards handled; XPENDING 0; a warning, not an error.
-    const server = await RedisServer.start();
-    const redis = server.client();
-    const stream = fresh('del');
-    const loop = startLoop({
-      url: server.url,
-      stream,
-      group: 'g',
-      options: { blockMs: 5000, minIdleMs: 60_000, claimIntervalMs: 60_000 },
-    });
-    await redis.xadd(stream, '*', 'id', 'before', 'data', '{}');
-    await waitFor(() => loop.handled.length === 1);
-    await waitForFreshPark(loop, 200);
-    await redis.config('RESETSTAT');
-    const at = Date.now();
-    await redis.del(stream);
-    await waitFor(async () => (await redis.exists(stream)) === 1, {
-      timeoutMs: 2000,
-      message: 'stream re-created (MKSTREAM) well before blockMs',
-    });
-    const recreatedMs = Date.now() - at;
-    await redis.xadd(stream, '*', 'id', 'after', 'data', '{}');
-    await waitFor(() => loop.handled.some((h) => h.id === 'after'), { timeoutMs: 2000 });
+    const { redis, stream, loop, recreatedMs } = await removeWhileParked(
+      'del',
+      (redis, stream) => redis.del(stream),
+      {
+        until: async (redis, stream) => (await redis.exists(stream)) === 1,
+        message: 'stream re-created (MKSTREAM) well before blockMs',
+      },
+    );
     expect(await pendingCount(redis, stream, 'g')).toBe(0);
     expect(attempts(await commandStats(redis), 'xgroup|create')).toBe(1);
     expect(errorsAndWarnings(loop)).toEqual([
@@ -243,20 +252,14 @@ describe('maxmemory (scenario 12)', () => {
       ledger: lateLedger,
       options: { blockMs: 200, batchSize: 10, minIdleMs: 60_000, claimIntervalMs: 100 },
     });
-    const a = await waitForQuiet(
-      {
-        redis,
-        stream: running,
-        group: 'g',
-        ledgers: [runningLedger],
-        acked: runningProducer.acked,
-      },
-      { timeoutMs: 5000, message: 'the running loop drained its backlog under OOM' },
-    );
-    const b = await waitForQuiet(
-      { redis, stream: late, group: 'g', ledgers: [lateLedger], acked: lateProducer.acked },
-      { timeoutMs: 5000, message: 'a loop started under OOM drained the existing group' },
-    );
+    const a = await waitForQuiet(oracleInput(redis, runningProducer, runningLedger), {
+      timeoutMs: 5000,
+      message: 'the running loop drained its backlog under OOM',
+    });
+    const b = await waitForQuiet(oracleInput(redis, lateProducer, lateLedger), {
+      timeoutMs: 5000,
+      message: 'a loop started under OOM drained the existing group',
+    });
     assertOracle(a);
     assertOracle(b);
     expect(await infoNumber(redis, 'memory', 'used_memory')).toBeGreaterThan(2 * 1024 * 1024);
@@ -283,17 +286,11 @@ describe('maxmemory (scenario 12)', () => {
     close(): Promise<void>;
   }> {
     const logs = new CaptureLogger();
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        EchoStreamModule.forRoot({
-          connection: url,
-          consumerName: 'eviction-probe',
-          shutdownTimeoutMs: 1000,
-        }),
-        EvictionProbeModule,
-      ],
-    }).compile();
-    const app = moduleRef.createNestApplication({ logger: logs });
+    const app = await createEchoStreamApp(
+      { connection: url, consumerName: 'eviction-probe', shutdownTimeoutMs: 1000 },
+      EvictionProbeModule,
+      logs,
+    );
     await app.init();
     return { logs, close: () => app.close() };
   }
@@ -333,6 +330,27 @@ describe('a paused or stalled server (scenarios 13 and 14)', () => {
   const blockMs = 2000;
   const patient = { blockMs, minIdleMs: 60_000, claimIntervalMs: 60_000 };
 
+  /**
+   * A server that takes DEBUG SLEEP (`--enable-debug-command local`), a loop with `blockMs` and a
+   * ledger on a fresh stream, and three entries it has handled.
+   */
+  async function stallableLoop(what: string, loopBlockMs: number) {
+    const server = await RedisServer.start({ extraArgs: ['--enable-debug-command', 'local'] });
+    const redis = server.client();
+    const admin = server.client();
+    const stream = fresh(what);
+    const ledger = ledgerFile(stream);
+    const loop = startLoop({
+      url: server.url,
+      stream,
+      group: 'g',
+      ledger,
+      options: { ...patient, blockMs: loopBlockMs },
+    });
+    const producer = await publishAndHandle(redis, stream, loop, 3);
+    return { redis, admin, ledger, loop, producer };
+  }
+
   it('CLIENT PAUSE 1500 WRITE (failover-like) while the loop acks and re-parks: latency only, the watchdog does not misfire', async () => {
     // Invariant: a write pause of 1500 ms holds the XACK and the next XREADGROUP (both writes) on
     // the server; with nothing to deliver, that read answers after about pause + blockMs (3.5 s),
@@ -356,9 +374,7 @@ describe('a paused or stalled server (scenarios 13 and 14)', () => {
         pausedAt = Date.now();
       },
     });
-    const producer = new OracleProducer(redis, stream);
-    await producer.publishMany(3);
-    await waitFor(() => loop.handled.length === 3);
+    const producer = await publishAndHandle(redis, stream, loop, 3);
     const states = watchStates(loop);
     await redis.xadd(stream, '*', 'id', 'trigger', 'data', '{}');
     await waitFor(() => pausedAt > 0);
@@ -372,10 +388,7 @@ describe('a paused or stalled server (scenarios 13 and 14)', () => {
     await waitFor(() => read.settledAt !== undefined, { timeoutMs: 6000 });
     const readMs = read.settledAt! - read.at;
     await producer.publishMany(3);
-    const result = await waitForQuiet(
-      { redis, stream, group: 'g', ledgers: [ledger], acked: producer.acked },
-      { timeoutMs: 5000 },
-    );
+    const result = await waitForQuiet(oracleInput(redis, producer, ledger), { timeoutMs: 5000 });
     const seen = states.stop();
     assertOracle(result);
     expect(readMs).toBeGreaterThanOrEqual(1400 + blockMs);
@@ -394,15 +407,7 @@ describe('a paused or stalled server (scenarios 13 and 14)', () => {
     // Invariant: a 1 s stall of the whole server delays the parked read's reply to about
     // blockMs + 1 s < blockMs + max(1000, blockMs): no misfire, never degraded, entries published
     // during the stall handled after it, XPENDING 0.
-    const server = await RedisServer.start({ extraArgs: ['--enable-debug-command', 'local'] });
-    const redis = server.client();
-    const admin = server.client();
-    const stream = fresh('sleep1');
-    const ledger = ledgerFile(stream);
-    const loop = startLoop({ url: server.url, stream, group: 'g', ledger, options: patient });
-    const producer = new OracleProducer(redis, stream);
-    await producer.publishMany(3);
-    await waitFor(() => loop.handled.length === 3);
+    const { redis, admin, ledger, loop, producer } = await stallableLoop('sleep1', blockMs);
     const states = watchStates(loop);
     const read = await waitForFreshPark(loop, 100);
     await sleep(Math.max(0, read.at + blockMs - 100 - Date.now()));
@@ -410,10 +415,7 @@ describe('a paused or stalled server (scenarios 13 and 14)', () => {
     await sleep(20);
     await producer.publishMany(3); // queued behind the stall
     await stall;
-    const result = await waitForQuiet(
-      { redis, stream, group: 'g', ledgers: [ledger], acked: producer.acked },
-      { timeoutMs: 5000 },
-    );
+    const result = await waitForQuiet(oracleInput(redis, producer, ledger), { timeoutMs: 5000 });
     await waitFor(() => read.settledAt !== undefined, { timeoutMs: 5000 });
     const seen = states.stop();
     assertOracle(result);
@@ -432,21 +434,7 @@ describe('a paused or stalled server (scenarios 13 and 14)', () => {
     // stall from a dead link); the replacement connection waits for the server, the entries
     // published during the stall (some may be delivered into the abandoned read) are all handled,
     // XPENDING 0, and the loop is running again.
-    const server = await RedisServer.start({ extraArgs: ['--enable-debug-command', 'local'] });
-    const redis = server.client();
-    const admin = server.client();
-    const stream = fresh('sleep2');
-    const ledger = ledgerFile(stream);
-    const loop = startLoop({
-      url: server.url,
-      stream,
-      group: 'g',
-      ledger,
-      options: { blockMs: 100, minIdleMs: 60_000, claimIntervalMs: 60_000 },
-    });
-    const producer = new OracleProducer(redis, stream);
-    await producer.publishMany(3);
-    await waitFor(() => loop.handled.length === 3);
+    const { redis, admin, ledger, loop, producer } = await stallableLoop('sleep2', 100);
     await waitForFreshPark(loop, 40);
     const stall = admin.call('DEBUG', 'SLEEP', '2');
     const stalledAt = Date.now();
@@ -454,10 +442,7 @@ describe('a paused or stalled server (scenarios 13 and 14)', () => {
     const during = producer.publishMany(5);
     await stall;
     await during;
-    const result = await waitForQuiet(
-      { redis, stream, group: 'g', ledgers: [ledger], acked: producer.acked },
-      { timeoutMs: 8000 },
-    );
+    const result = await waitForQuiet(oracleInput(redis, producer, ledger), { timeoutMs: 8000 });
     const settledMs = Date.now() - stalledAt;
     assertOracle(result);
     expect(loop.logger.has(/XREADGROUP got no reply within 1100 ms/)).toBe(true);

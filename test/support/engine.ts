@@ -33,6 +33,18 @@ export class MemoryLogger implements ConsumerLogger {
   }
 }
 
+/** The @DeadLetter side of a test consumer: every letter goes to each of `sinks`, in order. */
+export function deadLetterSink(
+  sinks: ReadonlyArray<(letter: DeadLetterMessage) => unknown> = [],
+): DeadLetterSink {
+  return {
+    handlerCount: sinks.length,
+    async deliver(letter) {
+      for (const sink of sinks) await sink(letter);
+    },
+  };
+}
+
 /** Options of a consumer made for a test. */
 export interface TestConsumerOptions {
   url: string;
@@ -60,13 +72,6 @@ export function makeConsumer(opts: TestConsumerOptions): {
   const handler: EntryHandler = opts.batchHandle
     ? { batch: true, call: opts.batchHandle as never }
     : { batch: false, call: opts.handle ?? (() => undefined) };
-  const sinks = opts.deadLetters ?? [];
-  const deadLetters: DeadLetterSink = {
-    handlerCount: sinks.length,
-    async deliver(letter) {
-      for (const sink of sinks) await sink(letter);
-    },
-  };
   const consumer = new StreamConsumer({
     stream: opts.stream,
     group: opts.group,
@@ -75,7 +80,7 @@ export function makeConsumer(opts: TestConsumerOptions): {
     options: resolveHandlerOptions(opts.stream, 'test', {}, { blockMs: 200, ...opts.options }),
     client,
     handler,
-    deadLetters,
+    deadLetters: deadLetterSink(opts.deadLetters),
     logger,
   });
   return { consumer, logger, control };

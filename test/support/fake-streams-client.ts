@@ -1,8 +1,9 @@
 /**
- * A small in-memory `StreamsClient` for unit tests of the consumer engine: one model of streams,
- * groups and PELs that behaves like Redis 7 where the engine cares (delivery counts, idle times,
- * XAUTOCLAIM's deleted ids, XCLAIM dropping deleted entries), plus call recording, injected
- * faults and per-method overrides for replies that are hard to get from a real server.
+ * A small in-memory `StreamsClient` for unit tests of the consumer engine, the producer, the admin
+ * and the stats: one model of streams, groups and PELs that behaves like Redis 7 where the engine
+ * cares (delivery counts, idle times, XAUTOCLAIM's deleted ids, XCLAIM dropping deleted entries),
+ * plus call recording, injected faults and per-method overrides for replies that are hard to get
+ * from a real server (or from this model, such as XINFO's lag).
  */
 import type {
   AutoClaimPage,

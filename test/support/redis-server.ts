@@ -50,13 +50,17 @@ function redisBinary(): string {
 // Process-wide registry and exit safety net
 // ---------------------------------------------------------------------------------------------
 
-interface HarnessRegistry {
-  /** Every server started and not yet stopped (all test files of this process). */
-  servers: Set<RedisServer>;
+/** What the exit hook of a {@link processRegistry} cleans up. */
+export interface ExitCleanup {
   /** Live child pids, SIGKILLed by the exit hook. */
   pids: Set<number>;
   /** Temp dirs not removed yet, removed by the exit hook. */
   dirs: Set<string>;
+}
+
+interface HarnessRegistry extends ExitCleanup {
+  /** Every server started and not yet stopped (all test files of this process). */
+  servers: Set<RedisServer>;
 }
 
 /**
@@ -74,16 +78,18 @@ function hostProcess(): NodeJS.Process {
   return process;
 }
 
-const REGISTRY_KEY = Symbol.for('nestjs-echo-stream.test.redis-server-registry');
-
-/** One registry per OS process, shared by every test file (Symbol.for crosses vm realms). */
-function registry(): HarnessRegistry {
-  const host = hostProcess() as NodeJS.Process & { [REGISTRY_KEY]?: HarnessRegistry };
-  let reg = host[REGISTRY_KEY];
+/**
+ * One registry per OS process, kept on the host `process` under `key` and shared by every test
+ * file (Symbol.for crosses vm realms); `create` makes it on first use. An exit hook on the host
+ * process SIGKILLs its pids and removes its dirs.
+ */
+export function processRegistry<T extends ExitCleanup>(key: symbol, create: () => T): T {
+  const host = hostProcess() as NodeJS.Process & Record<symbol, T | undefined>;
+  let reg = host[key];
   if (!reg) {
-    const created: HarnessRegistry = { servers: new Set(), pids: new Set(), dirs: new Set() };
+    const created = create();
     reg = created;
-    host[REGISTRY_KEY] = created;
+    host[key] = created;
     host.on('exit', () => {
       for (const pid of created.pids) {
         try {
@@ -104,6 +110,16 @@ function registry(): HarnessRegistry {
     });
   }
   return reg;
+}
+
+const REGISTRY_KEY = Symbol.for('nestjs-echo-stream.test.redis-server-registry');
+
+function registry(): HarnessRegistry {
+  return processRegistry(REGISTRY_KEY, () => ({
+    servers: new Set(),
+    pids: new Set(),
+    dirs: new Set(),
+  }));
 }
 
 // ---------------------------------------------------------------------------------------------

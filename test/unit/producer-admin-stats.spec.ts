@@ -17,10 +17,58 @@ import { brandedIdTime } from '../../lib/producer/branded-id';
 import { StreamProducer } from '../../lib/producer/stream-producer.service';
 import { ConsumerStats } from '../../lib/stats/consumer-stats.service';
 import { EchoStreamHealthIndicator } from '../../lib/stats/echo-stream-health.indicator';
-import { MemoryStreamsClient } from './memory-streams-client';
+import type {
+  ConsumerInfo,
+  GroupInfo,
+  PendingRow,
+  StreamsClient,
+} from '../../lib/redis/streams-client';
+import { FakeStreamsClient } from '../support/fake-streams-client';
 
-function connectionsOf(client: MemoryStreamsClient): EchoStreamConnections {
+function connectionsOf(client: FakeStreamsClient): EchoStreamConnections {
   return { client } as unknown as EchoStreamConnections;
+}
+
+const REDIS_COMMAND: Partial<Record<keyof StreamsClient, string>> = {
+  add: 'XADD',
+  range: 'XRANGE',
+  remove: 'XDEL',
+  length: 'XLEN',
+  groups: 'XINFO GROUPS',
+  consumers: 'XINFO CONSUMERS',
+  pending: 'XPENDING',
+};
+
+/** The client's calls as the Redis commands they send (a pipeline: PIPELINE, then its XADDs). */
+function commands(client: FakeStreamsClient): string[] {
+  return client.calls.flatMap(({ method, args }) =>
+    method === 'addMany'
+      ? ['PIPELINE', ...(args[0] as unknown[]).map(() => 'XADD')]
+      : [REDIS_COMMAND[method] ?? method],
+  );
+}
+
+/**
+ * Canned XINFO GROUPS (by stream), XINFO CONSUMERS and XPENDING (by `stream/group`) replies; a
+ * group without consumers listed answers NOGROUP.
+ */
+function serveInfo(
+  client: FakeStreamsClient,
+  info: {
+    groups: Record<string, GroupInfo[]>;
+    consumers: Record<string, ConsumerInfo[]>;
+    pending?: Record<string, PendingRow[]>;
+  },
+): void {
+  client.overrides.groups = async (stream) => info.groups[stream] ?? [];
+  client.overrides.consumers = async (stream, group) => {
+    const list = info.consumers[`${stream}/${group}`];
+    if (!list)
+      throw new Error(`NOGROUP No such consumer group '${group}' for key name '${stream}'`);
+    return list;
+  };
+  client.overrides.pending = async (stream, group, query) =>
+    (info.pending?.[`${stream}/${group}`] ?? []).slice(0, query.count);
 }
 
 /** A stand-in loop: what stats, health and admin read of a StreamConsumer. */
@@ -85,7 +133,7 @@ function letterFields(
 
 describe('StreamProducer', () => {
   it('writes id + data (JSON) and returns the receipt', async () => {
-    const client = new MemoryStreamsClient();
+    const client = new FakeStreamsClient();
     const producer = new StreamProducer(connectionsOf(client));
     const receipt = await producer.publish('orders', { n: 1, s: 'x' });
     const [entry] = client.entries('orders');
@@ -95,7 +143,7 @@ describe('StreamProducer', () => {
   });
 
   it('honours codec, id and maxLen', async () => {
-    const client = new MemoryStreamsClient();
+    const client = new FakeStreamsClient();
     const producer = new StreamProducer(connectionsOf(client));
     const receipt = await producer.publish(
       'orders',
@@ -103,7 +151,10 @@ describe('StreamProducer', () => {
       { codec: 'fields', id: 'my-id', maxLen: 1000 },
     );
     expect(receipt.id).toBe('my-id');
-    expect(client.adds).toEqual([
+    const adds = client
+      .callsOf('add')
+      .map(({ args: [stream, fields, maxLen] }) => ({ stream, fields, maxLen }));
+    expect(adds).toEqual([
       { stream: 'orders', fields: ['id', 'my-id', 'a', '1', 'b', '2'], maxLen: 1000 },
     ]);
     const custom = {
@@ -115,7 +166,7 @@ describe('StreamProducer', () => {
   });
 
   it('rejects bad arguments with a TypeError and writes nothing', async () => {
-    const client = new MemoryStreamsClient();
+    const client = new FakeStreamsClient();
     const producer = new StreamProducer(connectionsOf(client));
     const bad: Array<() => Promise<unknown>> = [
       () => producer.publish('', { a: 1 }),
@@ -137,13 +188,13 @@ describe('StreamProducer', () => {
   });
 
   it('publishMany pipelines and returns receipts in order, ids increasing', async () => {
-    const client = new MemoryStreamsClient();
+    const client = new FakeStreamsClient();
     const producer = new StreamProducer(connectionsOf(client));
     expect(await producer.publishMany('orders', [])).toEqual([]);
     const receipts = await producer.publishMany('orders', [{ i: 0 }, { i: 1 }, { i: 2 }], {
       maxLen: 50,
     });
-    expect(client.calls).toEqual(['PIPELINE', 'XADD', 'XADD', 'XADD']);
+    expect(commands(client)).toEqual(['PIPELINE', 'XADD', 'XADD', 'XADD']);
     expect(receipts.map((r) => r.entryId)).toEqual(client.entries('orders').map((e) => e.entryId));
     expect(client.entries('orders').map((e) => e.fields[3])).toEqual([
       '{"i":0}',
@@ -158,7 +209,7 @@ describe('StreamProducer', () => {
 
 describe('EchoStreamAdmin dead letters', () => {
   function setup(loops: StreamConsumer[] = []) {
-    const client = new MemoryStreamsClient();
+    const client = new FakeStreamsClient();
     const registry = new ConsumerRegistry();
     for (const loop of loops) registry.add(loop);
     const orchestrator = {
@@ -195,8 +246,8 @@ describe('EchoStreamAdmin dead letters', () => {
       ['id', 'b2', 'data', '{"x":2}'],
     ]);
     expect(client.entries('orders:dlq')).toEqual([]);
-    const copy = client.calls.indexOf('XADD');
-    const del = client.calls.indexOf('XDEL');
+    const copy = commands(client).indexOf('XADD');
+    const del = commands(client).indexOf('XDEL');
     expect(copy).toBeGreaterThanOrEqual(0);
     expect(del).toBeGreaterThan(copy);
   });
@@ -259,11 +310,11 @@ describe('EchoStreamAdmin dead letters', () => {
       'orders:dlq',
       letterFields(['id', 'b1', 'data', '1'], { stream: 'orders', group: 'g' }),
     );
-    client.failNext = { command: 'XDEL', error: new Error('connection lost') };
+    client.fail('remove', { error: new Error('connection lost') });
     await expect(admin.redrive('orders')).rejects.toThrow('connection lost');
     expect(client.entries('orders')).toHaveLength(1);
     expect(client.entries('orders:dlq')).toHaveLength(1);
-    client.failNext = { command: 'PIPELINE', error: new Error('connection lost') };
+    client.fail('addMany', { error: new Error('connection lost') });
     await expect(admin.redrive('orders')).rejects.toThrow('connection lost');
     expect(client.entries('orders:dlq')).toHaveLength(1);
   });
@@ -344,7 +395,7 @@ describe('EchoStreamAdmin dead letters', () => {
 describe('ConsumerStats', () => {
   it('reads snapshots from the registry', () => {
     const registry = new ConsumerRegistry();
-    const stats = new ConsumerStats(registry, connectionsOf(new MemoryStreamsClient()));
+    const stats = new ConsumerStats(registry, connectionsOf(new FakeStreamsClient()));
     expect(stats.snapshot()).toEqual([]);
     registry.add(fakeLoop('orders', 'g1'));
     registry.add(fakeLoop('orders', 'g2', { state: 'degraded' }));
@@ -358,20 +409,26 @@ describe('ConsumerStats', () => {
   });
 
   it('inspects a group: pending, lag, consumers, oldest pending age, dead letters', async () => {
-    const client = new MemoryStreamsClient();
+    const client = new FakeStreamsClient();
     const registry = new ConsumerRegistry();
     registry.add(fakeLoop('orders', 'g1', { deadLetterStream: 'graveyard' }));
     const stats = new ConsumerStats(registry, connectionsOf(client));
     const addedAt = Date.now() - 60_000;
-    client.groupInfo.set('orders', [
-      { name: 'g0', pending: 9, lag: 9, lastDeliveredId: '0-0' },
-      { name: 'g1', pending: 2, lag: 7, lastDeliveredId: '1-0' },
-    ]);
-    client.consumerInfo.set('orders/g1', [{ name: 'c1', pending: 2, idleMs: 1500 }]);
-    client.pendingRows.set('orders/g1', [
-      { entryId: `${addedAt}-0`, consumer: 'c1', idleMs: 10, deliveries: 3 },
-      { entryId: `${addedAt + 1}-0`, consumer: 'c1', idleMs: 10, deliveries: 1 },
-    ]);
+    serveInfo(client, {
+      groups: {
+        orders: [
+          { name: 'g0', pending: 9, lag: 9, lastDeliveredId: '0-0' },
+          { name: 'g1', pending: 2, lag: 7, lastDeliveredId: '1-0' },
+        ],
+      },
+      consumers: { 'orders/g1': [{ name: 'c1', pending: 2, idleMs: 1500 }] },
+      pending: {
+        'orders/g1': [
+          { entryId: `${addedAt}-0`, consumer: 'c1', idleMs: 10, deliveries: 3 },
+          { entryId: `${addedAt + 1}-0`, consumer: 'c1', idleMs: 10, deliveries: 1 },
+        ],
+      },
+    });
     await client.add('graveyard', ['id', 'x']);
     await client.add('graveyard', ['id', 'y']);
     const inspection = await stats.inspect('orders', 'g1');
@@ -386,10 +443,12 @@ describe('ConsumerStats', () => {
   });
 
   it('inspects a group this app does not run, and a missing one', async () => {
-    const client = new MemoryStreamsClient();
+    const client = new FakeStreamsClient();
     const stats = new ConsumerStats(new ConsumerRegistry(), connectionsOf(client));
-    client.groupInfo.set('orders', [{ name: 'g0', pending: 0, lag: null, lastDeliveredId: '0-0' }]);
-    client.consumerInfo.set('orders/g0', []);
+    serveInfo(client, {
+      groups: { orders: [{ name: 'g0', pending: 0, lag: null, lastDeliveredId: '0-0' }] },
+      consumers: { 'orders/g0': [] },
+    });
     await client.add('orders:dlq', ['id', 'x']);
     expect(await stats.inspect('orders', 'g0')).toEqual({
       pending: 0,
@@ -408,7 +467,7 @@ describe('ConsumerStats', () => {
   });
 
   it('counts no dead letters for a loop with deadLetterStream: false', async () => {
-    const client = new MemoryStreamsClient();
+    const client = new FakeStreamsClient();
     const registry = new ConsumerRegistry();
     registry.add(fakeLoop('orders', 'g1', { deadLetterStream: false }));
     await client.add('orders:dlq', ['id', 'x']);

@@ -5,14 +5,14 @@
  * trips per batch, the heartbeat and the release of unstarted work at stop.
  */
 import { StreamConsumer } from '../../lib/consumer/stream-consumer';
-import type { DeadLetterSink, EntryHandler } from '../../lib/consumer/consumer.types';
+import type { EntryHandler } from '../../lib/consumer/consumer.types';
 import { resolveHandlerOptions } from '../../lib/echo-stream.options';
 import type { StreamHandlerOptions } from '../../lib/interfaces/stream-handler-options.interface';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
 import type { DeadLetterMessage } from '../../lib/interfaces/dead-letter-message.interface';
 import type { PendingQuery, RawEntry } from '../../lib/redis/streams-client';
 import { FakeStreamsClient } from '../support/fake-streams-client';
-import { MemoryLogger } from '../support/engine';
+import { deadLetterSink, MemoryLogger } from '../support/engine';
 import { sleep, waitFor } from '../support/wait-for';
 
 const S = 's';
@@ -37,13 +37,6 @@ function run(
 ): { consumer: StreamConsumer; logger: MemoryLogger } {
   const logger = new MemoryLogger();
   const handler: EntryHandler = { batch: false, call: opts.handle ?? (() => undefined) };
-  const sinks = opts.deadLetters ?? [];
-  const deadLetters: DeadLetterSink = {
-    handlerCount: sinks.length,
-    async deliver(letter) {
-      for (const sink of sinks) await sink(letter);
-    },
-  };
   const consumer = new StreamConsumer({
     stream: S,
     group: G,
@@ -52,7 +45,7 @@ function run(
     options: resolveHandlerOptions(S, 'unit', {}, { blockMs: 50, ...opts.options }),
     client: fake,
     handler,
-    deadLetters,
+    deadLetters: deadLetterSink(opts.deadLetters),
     logger,
   });
   started.push(consumer);

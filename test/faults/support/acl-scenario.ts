@@ -18,18 +18,17 @@
  */
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
 import {
   DeadLetter,
-  EchoStreamModule,
   StreamHandler,
   type DeadLetterMessage,
   type StreamMessage,
 } from '../../../lib';
 import type { RedisServer } from '../../support/redis-server';
 import { sleep, waitFor } from '../../support/wait-for';
-import { CaptureLogger, pendingCount } from './in-process-loop';
+import { pendingCount } from './in-process-loop';
+import { CaptureLogger, createEchoStreamApp } from './nest-app';
 
 export const ACL_STREAM = 'acl-orders';
 export const ACL_IDLE_STREAM = 'acl-orders-idle';
@@ -121,17 +120,15 @@ export async function runAclScenario(
   let failedStage: string | undefined;
   let closeMs = -1;
   try {
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        EchoStreamModule.forRoot({
-          connection: `redis://${user}:${encodeURIComponent(password)}@127.0.0.1:${server.port}`,
-          consumerName: 'acl-consumer',
-          shutdownTimeoutMs: 2000,
-        }),
-        AclProbeModule,
-      ],
-    }).compile();
-    const app = moduleRef.createNestApplication({ logger: logs });
+    const app = await createEchoStreamApp(
+      {
+        connection: `redis://${user}:${encodeURIComponent(password)}@127.0.0.1:${server.port}`,
+        consumerName: 'acl-consumer',
+        shutdownTimeoutMs: 2000,
+      },
+      AclProbeModule,
+      logs,
+    );
     await app.init();
     try {
       const publish = (stream: string, id: string, payload: unknown) =>

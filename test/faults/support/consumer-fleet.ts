@@ -12,8 +12,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import * as vm from 'node:vm';
 import type { StreamHandlerOptions } from '../../../lib/interfaces/stream-handler-options.interface';
+import { processRegistry, type ExitCleanup } from '../../support/redis-server';
 
 /** The child script, relative to the repository root. */
 export const CONSUMER_SCRIPT = path.join('test', 'faults', 'support', 'consumer-process.mjs');
@@ -56,44 +56,18 @@ export interface HandlerEvent {
   at: number;
 }
 
-interface FleetRegistry {
-  pids: Set<number>;
+interface FleetRegistry extends ExitCleanup {
   live: Set<ConsumerProcess>;
-  dirs: Set<string>;
 }
 
 const REGISTRY_KEY = Symbol.for('nestjs-echo-stream.test.consumer-fleet-registry');
 
-/** Jest's sandbox `process` has its own listeners; the host realm's `process` really exits. */
-function hostProcess(): NodeJS.Process {
-  try {
-    const real = vm.runInThisContext('process') as NodeJS.Process | undefined;
-    if (real && typeof real.on === 'function') return real;
-  } catch {
-    // fall through
-  }
-  return process;
-}
-
 function registry(): FleetRegistry {
-  const host = hostProcess() as NodeJS.Process & { [REGISTRY_KEY]?: FleetRegistry };
-  let reg = host[REGISTRY_KEY];
-  if (!reg) {
-    const created: FleetRegistry = { pids: new Set(), live: new Set(), dirs: new Set() };
-    reg = created;
-    host[REGISTRY_KEY] = created;
-    host.on('exit', () => {
-      for (const pid of created.pids) {
-        try {
-          host.kill(pid, 'SIGKILL');
-        } catch {
-          // gone
-        }
-      }
-      for (const dir of created.dirs) fs.rmSync(dir, { recursive: true, force: true });
-    });
-  }
-  return reg;
+  return processRegistry(REGISTRY_KEY, () => ({
+    pids: new Set(),
+    live: new Set(),
+    dirs: new Set(),
+  }));
 }
 
 /** A fresh temp dir for a test's ledgers; removed by `stopAllConsumerProcesses()`. */

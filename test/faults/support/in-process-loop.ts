@@ -15,10 +15,9 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { LoggerService } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { StreamConsumer } from '../../../lib/consumer/stream-consumer';
-import type { DeadLetterSink, EntryHandler } from '../../../lib/consumer/consumer.types';
+import type { EntryHandler } from '../../../lib/consumer/consumer.types';
 import { resolveHandlerOptions } from '../../../lib/echo-stream.options';
 import type { DeadLetterMessage } from '../../../lib/interfaces/dead-letter-message.interface';
 import type { StreamHandlerOptions } from '../../../lib/interfaces/stream-handler-options.interface';
@@ -29,7 +28,10 @@ import {
   type RedisConnection,
   type StreamsClient,
 } from '../../../lib/redis/streams-client';
-import { MemoryLogger } from '../../support/engine';
+import { deadLetterSink, MemoryLogger } from '../../support/engine';
+import { stopAllRedisServers } from '../../support/redis-server';
+import { waitFor } from '../../support/wait-for';
+import { OracleProducer } from './oracle';
 
 /** One call the loop made on its `StreamsClient`. */
 export interface ClientCall {
@@ -132,13 +134,6 @@ export function startLoop(opts: InProcessLoopOptions): InProcessLoop {
       }
     },
   };
-  const sinks = opts.deadLetters ?? [];
-  const deadLetters: DeadLetterSink = {
-    handlerCount: sinks.length,
-    async deliver(letter) {
-      for (const sink of sinks) await sink(letter);
-    },
-  };
   const consumer = new StreamConsumer({
     stream: opts.stream,
     group: opts.group,
@@ -147,7 +142,7 @@ export function startLoop(opts: InProcessLoopOptions): InProcessLoop {
     options: resolveHandlerOptions(opts.stream, 'fault test', {}, opts.options ?? {}),
     client,
     handler,
-    deadLetters,
+    deadLetters: deadLetterSink(opts.deadLetters),
     logger,
   });
   const loop: InProcessLoop = {
@@ -197,6 +192,35 @@ export async function waitForFreshPark(
 /** Stops every loop started by {@link startLoop} and not stopped yet (for afterEach/afterAll). */
 export async function stopAllLoops(): Promise<void> {
   await Promise.all([...live].map((loop) => loop.stop(500)));
+}
+
+/**
+ * The hooks of a spec whose tests start their own servers: after each test every loop and every
+ * redis-server stops (loops first); after the last one the ledger dirs are removed.
+ */
+export function stopLoopsAndServersAfterEach(): void {
+  afterEach(async () => {
+    await stopAllLoops();
+    await stopAllRedisServers();
+  });
+  afterAll(() => removeLedgerDirs());
+}
+
+/**
+ * A producer on `stream` that has published `count` entries, resolved once `loop` has handled
+ * that many entries.
+ */
+export async function publishAndHandle(
+  redis: Redis,
+  stream: string,
+  loop: InProcessLoop,
+  count: number,
+  message?: string,
+): Promise<OracleProducer> {
+  const producer = new OracleProducer(redis, stream);
+  await producer.publishMany(count);
+  await waitFor(() => loop.handled.length === count, { message });
+  return producer;
 }
 
 /** Wraps a StreamsClient so that every method call is recorded (and its rejection). */
@@ -307,6 +331,12 @@ export function retryDelays(logger: MemoryLogger): number[] {
 
 const dirs: string[] = [];
 
+/** Stream names `<prefix>-<what>-<pid>-<n>`, a new one on every call. */
+export function streamNames(prefix: string): (what: string) => string {
+  let n = 0;
+  return (what) => `${prefix}-${what}-${process.pid}-${++n}`;
+}
+
 /** A fresh ledger path in a temp dir removed by {@link removeLedgerDirs}. */
 export function ledgerFile(name: string): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'echo-stream-faults-'));
@@ -322,33 +352,4 @@ export function removeLedgerDirs(): void {
 /** One line to stderr (not through Jest's console): what a faulted run measured. */
 export function report(test: string, text: string): void {
   if (process.env.FAULT_REPORT !== '0') process.stderr.write(`  [fault] ${test}: ${text}\n`);
-}
-
-/** A Nest LoggerService that keeps `level context: message` lines. */
-export class CaptureLogger implements LoggerService {
-  readonly lines: string[] = [];
-  log(message: unknown, context?: string): void {
-    this.push('log', message, context);
-  }
-  warn(message: unknown, context?: string): void {
-    this.push('warn', message, context);
-  }
-  error(message: unknown, stackOrContext?: string, context?: string): void {
-    this.push('error', message, context ?? stackOrContext);
-  }
-  debug(message: unknown, context?: string): void {
-    this.push('debug', message, context);
-  }
-  verbose(message: unknown, context?: string): void {
-    this.push('verbose', message, context);
-  }
-  has(pattern: RegExp): boolean {
-    return this.lines.some((line) => pattern.test(line));
-  }
-  matching(pattern: RegExp): string[] {
-    return this.lines.filter((line) => pattern.test(line));
-  }
-  private push(level: string, message: unknown, context: string | undefined): void {
-    this.lines.push(`${level} ${context ?? '-'}: ${String(message)}`);
-  }
 }

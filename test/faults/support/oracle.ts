@@ -184,6 +184,19 @@ export interface OracleInput {
   acked: ReadonlyMap<string, string>;
 }
 
+/**
+ * The oracle's input for `group` of `producer`'s stream: what `producer` wrote, what the loops
+ * recorded in `ledger`, read over `redis`.
+ */
+export function oracleInput(
+  redis: Redis,
+  producer: OracleProducer,
+  ledger: string,
+  group = 'g',
+): OracleInput {
+  return { redis, stream: producer.stream, group, ledgers: [ledger], acked: producer.acked };
+}
+
 /** The oracle's verdict. */
 export interface OracleReport {
   acknowledged: number;
