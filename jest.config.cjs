@@ -9,6 +9,7 @@ module.exports = {
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.jest.json' }],
   },
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.cjs'],
   globalSetup: '<rootDir>/test/support/global-setup.cjs',
   testTimeout: 60000,
   detectOpenHandles: false,
