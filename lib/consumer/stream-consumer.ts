@@ -56,6 +56,13 @@ export class StreamConsumer {
   private heartbeat: NodeJS.Timeout | null = null;
   /** Aborted when the connection comes back, so a long backoff does not outlast an outage. */
   private backoffWake: AbortController | null = null;
+  /**
+   * Read-ahead: after a FULL read (a backlog), the next XREADGROUP (without BLOCK) goes out before
+   * the batch is handled, so Redis serves it while the handler runs. Once its reply is in, its
+   * entries are kept claimed by the heartbeat (`ahead`) and released to peers at stop.
+   */
+  private readAhead: Promise<RawEntry[]> | null = null;
+  private ahead: HeldBatch | null = null;
 
   constructor(private readonly config: StreamConsumerConfig) {
     this.stream = config.stream;
@@ -167,6 +174,7 @@ export class StreamConsumer {
           this.backoffWake = null;
         }
       }
+      await this.releaseReadAhead();
       await this.flushAcks();
     } catch (err) {
       this.logger.error(
@@ -182,6 +190,11 @@ export class StreamConsumer {
     const { client } = this.config;
     // Redis answered a step of this beat before the read (evidence enough to show 'running')
     let answered = false;
+    if (this.readAhead && (!this.groupKnown || this.needsDrain || this.now() >= this.nextSweepAt)) {
+      // settle what was read ahead before a PEL drain (it would read those entries again) or a sweep
+      const entries = await this.takeReadAhead();
+      if (entries.length > 0) await this.process(entries, null);
+    }
     if (!this.groupKnown) {
       const created = await client.createGroup(this.stream, this.group, this.options.startId);
       this.groupKnown = true;
@@ -209,20 +222,30 @@ export class StreamConsumer {
     const acks = this.takeAcks();
     const ackDone = acks.length > 0 ? this.ack(acks) : undefined;
     const block = Math.max(1, Math.min(this.options.blockMs, this.nextSweepAt - this.now()));
-    this.parked = true;
-    const read = client.readGroup(
-      this.stream,
-      this.group,
-      this.consumer,
-      this.options.batchSize,
-      '>',
-      block,
-    );
+    let read: Promise<RawEntry[]>;
+    if (this.readAhead) {
+      read = this.takeReadAhead();
+    } else {
+      this.parked = true;
+      read = client.readGroup(
+        this.stream,
+        this.group,
+        this.consumer,
+        this.options.batchSize,
+        '>',
+        block,
+      );
+    }
     const [ackResult, readResult] = await Promise.allSettled([ackDone, read]);
     this.parked = false;
     if (readResult.status === 'fulfilled' && ackResult.status === 'fulfilled') this.markHealthy();
     if (readResult.status === 'fulfilled') {
-      if (readResult.value.length > 0) await this.process(readResult.value, null);
+      const entries = readResult.value;
+      if (entries.length > 0) {
+        // a full read means a backlog: fetch the next batch while this one is handled
+        if (entries.length >= this.options.batchSize && !this.stopping) this.startReadAhead();
+        await this.process(entries, null);
+      }
     } else {
       // a reply lost on a dropped link may have delivered entries to us: read the own PEL again
       this.needsDrain = true;
@@ -501,6 +524,8 @@ export class StreamConsumer {
     if (held) acks.push(...held.ok.splice(0));
     const unsettled = held ? [...held.unsettled] : [];
     const unstarted = unsettled.filter((id) => !held?.started.has(id));
+    const readAhead = this.readAhead ? await this.takeReadAhead().catch(() => []) : [];
+    for (const entry of readAhead) unstarted.push(entry.entryId);
     try {
       if (acks.length > 0) await this.ack(acks);
       if (unstarted.length > 0) {
@@ -549,7 +574,56 @@ export class StreamConsumer {
    * dead-letter path), so peers do not reclaim live work nor dead-letter an entry a second time.
    */
   private async keepClaimed(): Promise<void> {
-    await Promise.all([this.touchHeld(this.held), this.touchHeld(this.dying)]);
+    await Promise.all([
+      this.touchHeld(this.held),
+      this.touchHeld(this.dying),
+      this.touchHeld(this.ahead),
+    ]);
+  }
+
+  /** Sends the next read now; no BLOCK, so it never parks the connection ahead of the XACK. */
+  private startReadAhead(): void {
+    const { client } = this.config;
+    const readAhead = client.readGroup(
+      this.stream,
+      this.group,
+      this.consumer,
+      this.options.batchSize,
+      '>',
+    );
+    this.readAhead = readAhead;
+    readAhead.then(
+      (entries) => {
+        if (this.readAhead !== readAhead || entries.length === 0) return;
+        this.ahead = { unsettled: new Set(entries.map((e) => e.entryId)), touchedAt: this.now() };
+      },
+      () => {
+        // a reply lost on a dropped link may have delivered entries to us: read the own PEL again
+        this.needsDrain = true;
+      },
+    );
+  }
+
+  private takeReadAhead(): Promise<RawEntry[]> {
+    const readAhead = this.readAhead ?? Promise.resolve([]);
+    this.readAhead = null;
+    this.ahead = null;
+    return readAhead;
+  }
+
+  /** At stop: entries read ahead were never started; peers take them over at once. */
+  private async releaseReadAhead(): Promise<void> {
+    if (!this.readAhead) return;
+    const entries = await this.takeReadAhead().catch(() => []);
+    if (entries.length === 0) return;
+    await this.config.client.release(
+      this.stream,
+      this.group,
+      this.consumer,
+      entries.map((e) => e.entryId),
+      this.options.minIdleMs,
+    );
+    this.logger.log(`${this.where}: released ${entries.length} read-ahead entries to peers`);
   }
 
   private async touchHeld(held: HeldBatch | null): Promise<void> {
