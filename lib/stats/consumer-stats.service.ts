@@ -1,9 +1,13 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
+import { errorText } from '../codec/codecs';
 import { EchoStreamConnections } from '../echo-stream.connections';
 import { ConsumerRegistry } from '../echo-stream.registry';
 import type { ConsumerSnapshot, GroupInspection } from '../interfaces/consumer-snapshot.interface';
 import { entryIdMs } from '../redis/entry-id';
-import { renderPrometheus } from './prometheus';
+import { groupKey, renderPrometheus } from './prometheus';
+
+/** The group gauges of `prometheus()` are refreshed from Redis at most this often. */
+const GROUP_FIGURES_MAX_AGE_MS = 1000;
 
 /**
  * Figures of the handler loops: `snapshot()` / `get()` read counters the loops own (no I/O),
@@ -12,6 +16,12 @@ import { renderPrometheus } from './prometheus';
  */
 @Injectable()
 export class ConsumerStats {
+  private readonly logger = new Logger(ConsumerStats.name);
+  /** The last `inspect()` of each group, for the group gauges of `prometheus()`. */
+  private readonly inspections = new Map<string, GroupInspection>();
+  private refreshing: Promise<void> | null = null;
+  private refreshedAt = 0;
+
   constructor(
     private readonly registry: ConsumerRegistry,
     private readonly connections: EchoStreamConnections,
@@ -41,6 +51,34 @@ export class ConsumerStats {
    * oldestPendingMs: null`.
    */
   async inspect(stream: string, group: string): Promise<GroupInspection> {
+    const inspection = await this.readInspection(stream, group);
+    this.inspections.set(groupKey(stream, group), inspection);
+    return inspection;
+  }
+
+  /**
+   * Every loop's counters in the Prometheus text exposition format 0.0.4, plus the group gauges
+   * (`echo_stream_pending`, `_lag`, `_oldest_pending_seconds`, `_dead_letters`) as of the last
+   * inspection. A call also refreshes those figures from Redis in the background (at most once a
+   * second), so a scraper sees figures at most one scrape old; the very first scrape has none.
+   */
+  prometheus(): string {
+    this.refreshGroupFigures();
+    return renderPrometheus(this.snapshot(), this.inspections);
+  }
+
+  private refreshGroupFigures(): void {
+    const now = Date.now();
+    if (this.refreshing || now - this.refreshedAt < GROUP_FIGURES_MAX_AGE_MS) return;
+    this.refreshedAt = now;
+    const loops = this.registry.list();
+    this.refreshing = Promise.all(loops.map((loop) => this.inspect(loop.stream, loop.group)))
+      .then(() => undefined)
+      .catch((err: unknown) => this.logger.warn(`Group figures not refreshed: ${errorText(err)}`))
+      .finally(() => (this.refreshing = null));
+  }
+
+  private async readInspection(stream: string, group: string): Promise<GroupInspection> {
     const client = this.connections.client;
     const deadLetterStream = this.registry.find(stream, group)?.deadLetterStream ?? `${stream}:dlq`;
     const [groups, deadLetters] = await Promise.all([
@@ -63,10 +101,5 @@ export class ConsumerStats {
         oldest.length > 0 ? Math.max(0, Date.now() - entryIdMs(oldest[0].entryId)) : null,
       deadLetters,
     };
-  }
-
-  /** Every loop's counters in the Prometheus text exposition format 0.0.4. */
-  prometheus(): string {
-    return renderPrometheus(this.snapshot());
   }
 }

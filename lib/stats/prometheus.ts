@@ -1,4 +1,8 @@
-import type { ConsumerSnapshot, ConsumerState } from '../interfaces/consumer-snapshot.interface';
+import type {
+  ConsumerSnapshot,
+  ConsumerState,
+  GroupInspection,
+} from '../interfaces/consumer-snapshot.interface';
 
 /** The `Content-Type` of the text exposition format 0.0.4, for an HTTP `/metrics` response. */
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -62,6 +66,41 @@ const FAMILIES: readonly MetricFamily[] = [
   },
 ];
 
+/** Group figures from Redis (`ConsumerStats.inspect`); a sample only where the figure is known. */
+interface GroupFamily {
+  name: string;
+  help: string;
+  value(inspection: GroupInspection): number | null;
+}
+
+const GROUP_FAMILIES: readonly GroupFamily[] = [
+  {
+    name: 'echo_stream_pending',
+    help: "Entries in the group's pending list (as of the last inspection).",
+    value: (i) => i.pending,
+  },
+  {
+    name: 'echo_stream_lag',
+    help: 'Entries not yet delivered to the group (as of the last inspection).',
+    value: (i) => i.lag,
+  },
+  {
+    name: 'echo_stream_oldest_pending_seconds',
+    help: 'Age of the oldest pending entry since it was added (as of the last inspection).',
+    value: (i) => (i.oldestPendingMs === null ? null : i.oldestPendingMs / 1000),
+  },
+  {
+    name: 'echo_stream_dead_letters',
+    help: 'Length of the dead-letter stream (as of the last inspection).',
+    value: (i) => i.deadLetters,
+  },
+];
+
+/** The key of a group in the `inspections` map of {@link renderPrometheus}. */
+export function groupKey(stream: string, group: string): string {
+  return `${stream}\u0000${group}`;
+}
+
 const STATE_FAMILY = {
   name: 'echo_stream_state',
   help: 'Lifecycle state of the loop: 1 for its current state, 0 for the others.',
@@ -80,9 +119,13 @@ const STATES = Object.keys({
  * Renders loop snapshots in the Prometheus text exposition format 0.0.4: per family one `# HELP`
  * and one `# TYPE` line, then one sample per loop labelled `stream`, `group`, `consumer` and
  * `handler` (`echo_stream_state` adds `state`, one-hot). Families are emitted even with no loops.
- * Pure: no clock, no I/O.
+ * Group gauges (pending, lag, oldest pending, dead letters) come from `inspections` (keyed by
+ * {@link groupKey}) where a loop's group has one. Pure: no clock, no I/O.
  */
-export function renderPrometheus(snapshots: readonly ConsumerSnapshot[]): string {
+export function renderPrometheus(
+  snapshots: readonly ConsumerSnapshot[],
+  inspections: ReadonlyMap<string, GroupInspection> = new Map(),
+): string {
   const lines: string[] = [];
   const labels = snapshots.map(labelPairs);
   for (const family of FAMILIES) {
@@ -92,6 +135,14 @@ export function renderPrometheus(snapshots: readonly ConsumerSnapshot[]): string
     );
     snapshots.forEach((snapshot, i) => {
       lines.push(`${family.name}{${labels[i]}} ${formatValue(family.value(snapshot))}`);
+    });
+  }
+  for (const family of GROUP_FAMILIES) {
+    lines.push(`# HELP ${family.name} ${escapeHelp(family.help)}`, `# TYPE ${family.name} gauge`);
+    snapshots.forEach((snapshot, i) => {
+      const inspection = inspections.get(groupKey(snapshot.stream, snapshot.group));
+      const value = inspection ? family.value(inspection) : null;
+      if (value !== null) lines.push(`${family.name}{${labels[i]}} ${formatValue(value)}`);
     });
   }
   lines.push(

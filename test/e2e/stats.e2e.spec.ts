@@ -119,6 +119,11 @@ describe('ConsumerStats after 5 good, 1 flaky, 1 poison and 2 undecodable entrie
     expect(text).toContain(`echo_stream_dead_lettered_total{${labels}} 3`);
     expect(text).toContain(`echo_stream_handler_errors_total{${labels}} 3`);
     expect(text).toContain(`echo_stream_up{${labels}} 1`);
+    // the group gauges come from the inspection above, and scrapes keep them fresh
+    expect(text).toContain(`echo_stream_pending{${labels}} 0`);
+    expect(text).toContain(`echo_stream_lag{${labels}} 0`);
+    expect(text).toContain(`echo_stream_dead_letters{${labels}} 3`);
+    expect(text).not.toContain('echo_stream_oldest_pending_seconds{');
 
     await expect(app.get(EchoStreamHealthIndicator).isHealthy()).resolves.toEqual({
       'echo-stream': { status: 'up', consumers: [expect.objectContaining({ state: 'running' })] },
@@ -137,5 +142,9 @@ describe('ConsumerStats after 5 good, 1 flaky, 1 poison and 2 undecodable entrie
     ]);
     expect(inspection.oldestPendingMs).toEqual(expect.any(Number));
     expect(inspection.oldestPendingMs!).toBeGreaterThanOrEqual(0);
+    const labels = `stream="${STREAM}",group="${GROUP}",consumer="stats-e2e",handler="MixedHandler.handle"`;
+    expect(stats.prometheus()).toMatch(
+      new RegExp(`echo_stream_oldest_pending_seconds\\{${labels}\\} [0-9.]+\\n`),
+    );
   });
 });
