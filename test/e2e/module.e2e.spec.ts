@@ -176,6 +176,32 @@ describe('EchoStreamModule', () => {
     await app.close();
   });
 
+  it('runs one loop per stacked @StreamHandler on one method', async () => {
+    @Injectable()
+    class TwoStreams {
+      readonly seen: string[] = [];
+      @StreamHandler('stacked-a', 'g', { blockMs: 200 })
+      @StreamHandler('stacked-b', 'g', { blockMs: 200 })
+      handle(message: { stream: string; id: string }): void {
+        this.seen.push(`${message.stream}:${message.id}`);
+      }
+    }
+    const app = await boot([EchoStreamModule.forRoot(options())], [TwoStreams]);
+    expect(
+      app
+        .get(ConsumerStats)
+        .snapshot()
+        .map((s) => `${s.stream} ${s.handler}`)
+        .sort(),
+    ).toEqual(['stacked-a TwoStreams.handle', 'stacked-b TwoStreams.handle']);
+    await redis.xadd('stacked-a', '*', 'id', 'a1', 'data', '{}');
+    await redis.xadd('stacked-b', '*', 'id', 'b1', 'data', '{}');
+    const handler = app.get(TwoStreams);
+    await waitFor(() => handler.seen.length === 2);
+    expect(handler.seen.sort()).toEqual(['stacked-a:a1', 'stacked-b:b1']);
+    await app.close();
+  });
+
   it('bounds concurrency', async () => {
     @Injectable()
     class Parallel {
