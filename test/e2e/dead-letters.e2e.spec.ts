@@ -324,10 +324,11 @@ describe('poison pills', () => {
         throw new Error('refused');
       },
     });
-    await waitFor(async () => (await pendingCount(stream, 'g')) === 0, {
-      timeoutMs: 8000,
-      message: 'both acked',
-    });
+    // both dropped (pending 0 alone also holds before the first read has delivered anything)
+    await waitFor(
+      async () => consumer.snapshot().totalDlq === 2 && (await pendingCount(stream, 'g')) === 0,
+      { timeoutMs: 8000, message: 'both dropped and acked' },
+    );
     const warnings = logger.lines.filter((l) => l.startsWith('warn Dropping'));
     expect(warnings).toHaveLength(2);
     expect(warnings.find((l) => l.includes(undecodable))).toMatch(/decode_error.*evt-undecodable/);
