@@ -70,6 +70,8 @@ describe('EchoStreamModule', () => {
       attempts: 1,
     });
     await waitFor(async () => (await pending()) === 0);
+    // the counter moves when the loop reads the XACK reply, a moment after Redis applied it
+    await waitFor(() => app.get(ConsumerStats).get(STREAM, 'billing')?.totalAcked === 1);
     const stats = app.get(ConsumerStats).get(STREAM, 'billing');
     expect(stats).toMatchObject({
       handler: 'OrdersHandler.charge',

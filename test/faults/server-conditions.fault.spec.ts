@@ -175,6 +175,8 @@ describe('pending entries deleted or trimmed (scenario 11)', () => {
       timeoutMs: 5000,
       message: 'the PEL emptied by the reclaim',
     });
+    // counters move when the loop reads the XACK reply, a moment after Redis applied it
+    await waitFor(() => loop.consumer.snapshot().totalAcked === 5, { timeoutMs: 2000 });
     expect(loop.handled.map((h) => h.id).sort()).toEqual(['e2', 'e3', 'e5', 'e7', 'e9']);
     expect(loop.handled.every((h) => h.attempts === 2)).toBe(true);
     expect(loop.consumer.snapshot()).toMatchObject({ totalDeleted: 5, totalDlq: 0, totalAcked: 5 });
