@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import { CodecOption, StreamCodec } from '../interfaces/codec.interface';
 
 /** The field that carries the producer's branded id; never part of a codec's field map. */
@@ -124,16 +125,51 @@ export function brandedIdOf(flat: readonly string[]): string | undefined {
   return undefined;
 }
 
-/** Error text for logs and dead letters: the message, never `{}`. */
+/**
+ * Error text for logs and dead letters: the message, never `{}`. It never throws, whatever was
+ * thrown: a null-prototype object, a cycle, a getter or a Proxy trap that throws each fall back to
+ * the next way of printing it, down to a fixed text naming its type.
+ */
 export function errorText(err: unknown): string {
-  if (err instanceof Error) return err.message || err.name;
-  if (typeof err === 'string') return err;
+  for (const print of PRINTERS) {
+    try {
+      const text = print(err);
+      if (typeof text === 'string' && text !== '') return text;
+    } catch {
+      // the next printer
+    }
+  }
+  return `an unprintable ${typeof err}`;
+}
+
+/** The stack of a thrown Error, for the logger; `undefined` for anything else or when it throws. */
+export function errorStack(err: unknown): string | undefined {
   try {
-    return JSON.stringify(err) ?? String(err);
+    const stack = err instanceof Error ? err.stack : undefined;
+    return typeof stack === 'string' ? stack : undefined;
   } catch {
-    return String(err);
+    return undefined;
   }
 }
+
+/** Ways to print a thrown value, best first; each may throw or give nothing (then the next). */
+const PRINTERS: ReadonlyArray<(err: unknown) => unknown> = [
+  (err) => {
+    if (!(err instanceof Error)) return undefined;
+    const message: unknown = err.message;
+    return typeof message === 'string' && message !== '' ? message : err.name;
+  },
+  (err) => (err instanceof Error ? `${err.name} (its message cannot be read)` : undefined),
+  (err) => (typeof err === 'string' ? err : undefined),
+  (err) => {
+    if (typeof err !== 'object' || err === null) return undefined;
+    const json = JSON.stringify(err);
+    return json === '{}' ? undefined : json; // inspect() says more: its class, a null prototype
+  },
+  // cycles, null prototypes, BigInts; getters are not called, Proxies are shown as their target
+  (err) => inspect(err, { depth: 2, breakLength: Infinity, getters: false }),
+  (err) => String(err),
+];
 
 function parseData(data: string | undefined): unknown {
   if (data === undefined) throw new DecodeError(`entry has no '${DATA_FIELD}' field`);

@@ -1,4 +1,4 @@
-import { brandedIdOf, errorText, fieldsToRecord } from '../codec/codecs';
+import { brandedIdOf, errorStack, errorText, fieldsToRecord } from '../codec/codecs';
 import type {
   DeadLetterMessage,
   DeadLetterReason,
@@ -85,7 +85,7 @@ export class DeadLetterPath {
       this.counters.lastError = errorText(err);
       this.logger.error(
         `Dead-letter path failed for ${where} (${reason}); it stays pending and is retried: ${errorText(err)}`,
-        err instanceof Error ? err.stack : undefined,
+        errorStack(err),
       );
       return false;
     }

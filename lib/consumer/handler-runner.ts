@@ -1,5 +1,5 @@
-import { errorText } from '../codec/codecs';
-import type { StreamMessage } from '../interfaces/stream-message.interface';
+import { errorStack, errorText } from '../codec/codecs';
+import type { BatchAcks, StreamMessage } from '../interfaces/stream-message.interface';
 import type { ConsumerCounters } from './consumer-counters';
 import type { ConsumerLogger, EntryHandler } from './consumer.types';
 
@@ -119,16 +119,32 @@ export class HandlerRunner {
       );
       return { ok: [], unstarted: [] };
     }
+    try {
+      return { ok: this.acksOf(returned, inBatch), unstarted: [] };
+    } catch (err) {
+      // not an iterable (`true`), or one whose items cannot be read: a failure of the whole batch
+      const returnedText = `batch handler returned ${errorText(returned)}, not an iterable of messages or entry ids`;
+      this.handlerFailed(
+        new TypeError(`${returnedText} (${errorText(err)})`),
+        `a batch of ${messages.length} (${messages[0].entryId}..)`,
+        messages.map((m) => m.entryId),
+      );
+      return { ok: [], unstarted: [] };
+    }
+  }
+
+  /** The entries of the batch that `returned` acks; throws when it cannot be read as acks. */
+  private acksOf(returned: NonNullable<BatchAcks>, inBatch: Set<string>): string[] {
     const ok: string[] = [];
     for (const item of returned) {
-      const entryId = typeof item === 'string' ? item : item?.entryId;
-      if (entryId !== undefined && inBatch.delete(entryId)) ok.push(entryId);
+      const entryId: unknown = typeof item === 'string' ? item : item?.entryId;
+      if (typeof entryId === 'string' && inBatch.delete(entryId)) ok.push(entryId);
       else
         this.logger.warn(
-          `${this.where}: batch handler returned ${String(entryId)}, not an entry of this batch; ignored`,
+          `${this.where}: batch handler returned ${errorText(entryId)}, not an entry of this batch; ignored`,
         );
     }
-    return { ok, unstarted: [] };
+    return ok;
   }
 
   private handlerFailed(err: unknown, what: string, entryIds: readonly string[]): void {
@@ -138,7 +154,7 @@ export class HandlerRunner {
     for (const id of entryIds) this.rememberError(id, text);
     this.logger.error(
       `Handler ${this.where} failed on ${what}: ${text}; left pending`,
-      err instanceof Error ? err.stack : undefined,
+      errorStack(err),
     );
   }
 
