@@ -36,6 +36,8 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
   private readonly logger = new Logger(EchoStreamOrchestrator.name);
   private planned: PlannedLoop[] | undefined;
   private started = false;
+  /** The stop in flight, shared by every caller. */
+  private stopping: Promise<void> | undefined;
 
   constructor(
     private readonly explorer: EchoStreamExplorer,
@@ -68,12 +70,20 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
     }
   }
 
-  /** Stops every loop (in parallel, each bounded by `shutdownTimeoutMs`). */
-  async stop(): Promise<void> {
+  /**
+   * Stops every loop (in parallel, each bounded by `shutdownTimeoutMs`). A call while a stop is in
+   * flight (an admin drain, then SIGTERM) gets that same stop: it settles once every loop is down.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= this.stopLoops().finally(() => (this.stopping = undefined));
+    return this.stopping;
+  }
+
+  private async stopLoops(): Promise<void> {
     const consumers = [...this.registry.list()];
     this.started = false;
     await Promise.all(consumers.map((consumer) => consumer.stop(this.options.shutdownTimeoutMs)));
-    this.registry.clear();
+    this.registry.remove(consumers);
   }
 
   async beforeApplicationShutdown(): Promise<void> {

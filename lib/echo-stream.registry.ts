@@ -18,6 +18,13 @@ export class ConsumerRegistry {
     return this.consumers.find((c) => c.stream === stream && c.group === group);
   }
 
+  /** Forgets the given loops (those a stop took down; a loop started meanwhile stays). */
+  remove(stopped: readonly StreamConsumer[]): void {
+    const gone = new Set(stopped);
+    const kept = this.consumers.filter((c) => !gone.has(c));
+    this.consumers.splice(0, this.consumers.length, ...kept);
+  }
+
   clear(): void {
     this.consumers.length = 0;
   }

@@ -42,6 +42,8 @@ export class StreamConsumer {
 
   private running: Promise<void> | null = null;
   private stopping = false;
+  /** The one shutdown, shared by every `stop()` caller. */
+  private stopped: Promise<void> | null = null;
   private parked = false;
   private groupKnown = false;
   private needsDrain = true;
@@ -132,10 +134,16 @@ export class StreamConsumer {
 
   /**
    * Stops the loop: no new reads, the signal aborts, in-flight handlers get up to `timeoutMs`,
-   * settled entries are acked, unstarted ones released to peers, the connection closed.
+   * settled entries are acked, unstarted ones released to peers, the connection closed. Every
+   * call gets the same promise (the first call's `timeoutMs` holds): it settles once the loop is
+   * down, however many callers (an admin drain, then SIGTERM) asked.
    */
-  async stop(timeoutMs: number): Promise<void> {
-    if (this.stopping) return;
+  stop(timeoutMs: number): Promise<void> {
+    this.stopped ??= this.shutDown(timeoutMs);
+    return this.stopped;
+  }
+
+  private async shutDown(timeoutMs: number): Promise<void> {
     this.stopping = true;
     this.abort.abort();
     if (!this.running) {
