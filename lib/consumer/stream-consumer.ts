@@ -51,6 +51,8 @@ export class StreamConsumer {
   private streak = 0;
   private pendingAcks: string[] = [];
   private held: HandlingBatch | null = null;
+  /** Delivery counts of the batch in `held` after its read (`null`: a fresh read, all 1). */
+  private heldCounts: ReadonlyMap<string, number> | null = null;
   /** `stop()` gave up on a handler and settled its batch itself; the loop's outcome is dropped. */
   private abandoned = false;
   /** The entries on the dead-letter path right now: claimed by us, kept claimed like `held`. */
@@ -422,7 +424,9 @@ export class StreamConsumer {
       }
       const attempts = counts === null ? 1 : (counts.get(entryId) ?? 1);
       if (attempts > maxDeliveries) {
-        (poison ??= []).push(this.candidate(entryId, fields, attempts));
+        // this read (a drain, a reclaim) reached no handler: the letter says what the poison
+        // sweep would, the deliveries before it
+        (poison ??= []).push(this.candidate(entryId, fields, attempts - 1));
         continue;
       }
       let decoded;
@@ -448,24 +452,16 @@ export class StreamConsumer {
     if (poison) await this.sendDead(poison, 'max_deliveries');
     if (messages.length === 0) return;
 
-    const outcome = await this.handle(messages);
+    const outcome = await this.handle(messages, counts);
     if (this.abandoned) return; // stop() settled this batch already and closed the connection
     for (const id of outcome.ok) this.pendingAcks.push(id);
-    if (outcome.unstarted.length > 0) {
-      await this.config.client.release(
-        this.stream,
-        this.group,
-        this.consumer,
-        outcome.unstarted,
-        this.options.minIdleMs,
-      );
-      this.logger.log(
-        `${this.where}: released ${outcome.unstarted.length} unstarted entries to peers`,
-      );
-    }
+    await this.releaseUnstarted(outcome.unstarted, counts, 'unstarted');
   }
 
-  private async handle(messages: StreamMessage<unknown>[]): Promise<HandleOutcome> {
+  private async handle(
+    messages: StreamMessage<unknown>[],
+    counts: ReadonlyMap<string, number> | null,
+  ): Promise<HandleOutcome> {
     const held: HandlingBatch = {
       unsettled: new Set(messages.map((m) => m.entryId)),
       touchedAt: this.now(),
@@ -473,11 +469,37 @@ export class StreamConsumer {
       ok: [],
     };
     this.held = held;
+    this.heldCounts = counts;
     try {
       return await this.runner.run(messages, held);
     } finally {
       this.held = null;
+      this.heldCounts = null;
     }
+  }
+
+  /**
+   * Hands entries this consumer read but never started back to peers (idle past `minIdleMs`, so
+   * the next sweep of a live peer takes them) with the delivery count they had before that read:
+   * a read that reached no handler is not charged. `counts` holds the counts after the read (drain,
+   * reclaim); `null` for a fresh read, whose count is 1.
+   */
+  private async releaseUnstarted(
+    ids: readonly string[],
+    counts: ReadonlyMap<string, number> | null,
+    what: string,
+  ): Promise<void> {
+    if (ids.length === 0) return;
+    const before = ids.map((id) => Math.max(0, (counts?.get(id) ?? 1) - 1));
+    await this.config.client.release(
+      this.stream,
+      this.group,
+      this.consumer,
+      ids,
+      this.options.minIdleMs,
+      before,
+    );
+    this.logger.log(`${this.where}: released ${ids.length} ${what} entries to peers`);
   }
 
   /**
@@ -536,16 +558,8 @@ export class StreamConsumer {
     for (const entry of readAhead) unstarted.push(entry.entryId);
     try {
       if (acks.length > 0) await this.ack(acks);
-      if (unstarted.length > 0) {
-        await this.config.client.release(
-          this.stream,
-          this.group,
-          this.consumer,
-          unstarted,
-          this.options.minIdleMs,
-        );
-        this.logger.log(`${this.where}: released ${unstarted.length} unstarted entries to peers`);
-      }
+      // read-ahead entries are fresh reads: absent from the held counts, their count was 1
+      await this.releaseUnstarted(unstarted, this.heldCounts, 'unstarted');
     } catch (err) {
       this.logger.error(
         `${this.where}: settling at shutdown failed: ${errorText(err)}; entries stay pending`,
@@ -623,15 +637,11 @@ export class StreamConsumer {
   private async releaseReadAhead(): Promise<void> {
     if (!this.readAhead) return;
     const entries = await this.takeReadAhead().catch(() => []);
-    if (entries.length === 0) return;
-    await this.config.client.release(
-      this.stream,
-      this.group,
-      this.consumer,
+    await this.releaseUnstarted(
       entries.map((e) => e.entryId),
-      this.options.minIdleMs,
+      null,
+      'read-ahead',
     );
-    this.logger.log(`${this.where}: released ${entries.length} read-ahead entries to peers`);
   }
 
   private async touchHeld(held: HeldBatch | null): Promise<void> {

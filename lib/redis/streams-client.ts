@@ -103,13 +103,18 @@ export interface StreamsClient {
   ): Promise<RawEntry[]>;
   /** XCLAIM ... JUSTID: resets the idle time of entries this consumer works on (no delivery bump). */
   touch(stream: string, group: string, consumer: string, ids: readonly string[]): Promise<void>;
-  /** XCLAIM ... IDLE ms JUSTID: marks entries as idle for `idleMs`, so peers reclaim them at once. */
+  /**
+   * XCLAIM ... IDLE ms RETRYCOUNT n JUSTID: marks entries as idle for `idleMs`, so peers reclaim
+   * them at once, and sets each one's delivery count to `deliveries[i]` (the count it had before
+   * the read that never reached a handler).
+   */
   release(
     stream: string,
     group: string,
     consumer: string,
     ids: readonly string[],
     idleMs: number,
+    deliveries: readonly number[],
   ): Promise<void>;
   /** XADD; `maxLen` trims approximately (`MAXLEN ~`). */
   add(stream: string, fields: readonly string[], maxLen?: number): Promise<string>;
@@ -381,9 +386,33 @@ export class RedisStreamsClient implements StreamsClient {
     consumer: string,
     ids: readonly string[],
     idleMs: number,
+    deliveries: readonly number[],
   ): Promise<void> {
-    if (ids.length === 0) return;
-    await this.call(['XCLAIM', stream, group, consumer, 0, ...ids, 'IDLE', idleMs, 'JUSTID']);
+    // RETRYCOUNT is one per XCLAIM: one call per distinct count (usually one, a fresh read's 0)
+    const byCount = new Map<number, string[]>();
+    ids.forEach((id, i) => {
+      const count = deliveries[i];
+      const same = byCount.get(count);
+      if (same) same.push(id);
+      else byCount.set(count, [id]);
+    });
+    await Promise.all(
+      [...byCount].map(([count, same]) =>
+        this.call([
+          'XCLAIM',
+          stream,
+          group,
+          consumer,
+          0,
+          ...same,
+          'IDLE',
+          idleMs,
+          'RETRYCOUNT',
+          count,
+          'JUSTID',
+        ]),
+      ),
+    );
   }
 
   async add(stream: string, fields: readonly string[], maxLen?: number): Promise<string> {

@@ -343,16 +343,25 @@ export class FakeStreamsClient implements StreamsClient {
     consumer: string,
     ids: readonly string[],
     idleMs: number,
+    deliveries: readonly number[],
   ): Promise<void> {
-    const over = this.enter('release', [stream, group, consumer, [...ids], idleMs]);
+    const over = this.enter('release', [
+      stream,
+      group,
+      consumer,
+      [...ids],
+      idleMs,
+      [...deliveries],
+    ]);
     if (over) return over;
     const state = this.state(stream, group);
-    for (const id of ids) {
+    ids.forEach((id, i) => {
       const row = state.pel.get(id);
-      if (!row) continue;
+      if (!row) return;
       row.consumer = consumer;
       row.deliveredAt = Date.now() - idleMs;
-    }
+      row.deliveries = deliveries[i];
+    });
   }
 
   async add(stream: string, fields: readonly string[], maxLen?: number): Promise<string> {

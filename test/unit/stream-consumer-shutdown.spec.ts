@@ -47,7 +47,7 @@ describe('stop() past shutdownTimeoutMs', () => {
     expect(seen).toEqual([first, second]);
     expect(fake.callsOf('ack').map((c) => c.args[2])).toEqual([[first]]);
     expect(fake.callsOf('release').map((c) => c.args)).toEqual([
-      [S, G, 'c1', [third, fourth], 5000],
+      [S, G, 'c1', [third, fourth], 5000, [0, 0]],
     ]);
     expect([...fake.pel(S, G).keys()]).toEqual([second, third, fourth]);
     expect(fake.pel(S, G).get(third)!.idleMs).toBeGreaterThanOrEqual(5000);

@@ -324,7 +324,7 @@ describe('heartbeat and shutdown', () => {
     expect(fake.callsOf('touch')).toEqual([]);
   });
 
-  it('entries not started at stop are released with release(ids, minIdleMs); the one in flight is acked', async () => {
+  it('entries not started at stop are released with release(ids, minIdleMs, counts before the read); the one in flight is acked', async () => {
     const fake = new FakeStreamsClient();
     const [first, second, third] = fake.seedJson(S, 3);
     const seen: string[] = [];
@@ -341,12 +341,13 @@ describe('heartbeat and shutdown', () => {
     await consumer.stop(2000);
     expect(seen).toEqual([first]);
     expect(fake.callsOf('release').map((c) => c.args)).toEqual([
-      [S, G, 'c1', [second, third], 5000],
+      [S, G, 'c1', [second, third], 5000, [0, 0]],
     ]);
     expect(fake.callsOf('ack').map((c) => c.args[2])).toEqual([[first]]);
     const pel = fake.pel(S, G);
     expect([...pel.keys()]).toEqual([second, third]);
     for (const row of pel.values()) expect(row.idleMs).toBeGreaterThanOrEqual(5000);
+    for (const row of pel.values()) expect(row.deliveries).toBe(0); // the read reached no handler
     expect(logger.has(/released 2 unstarted entries/)).toBe(true);
     expect(consumer.snapshot().state).toBe('stopped');
     expect(fake.callsOf('close')).toHaveLength(1);
