@@ -25,14 +25,22 @@ export interface DeadLetterRoute {
   deadLetterStream: string | false;
 }
 
+/** The entry on the dead-letter path now, and the step it is in. */
+export interface DeadLetterInFlight {
+  entryId: string;
+  step: 'copy' | 'handlers';
+}
+
 /**
  * The dead-letter path of SPEC §4, in its order: (a) copy to the dead-letter stream, (b) call the
  * matching `@DeadLetter` methods, (c) XACK. A failure in (a) or (b) leaves the entry pending (the
- * next sweep retries it); nothing is acked before its dead letter is safely somewhere.
+ * next sweep retries it); nothing is acked before its dead letter is safely somewhere. Once the
+ * loop stops, no entry starts down the path; each one that completed is acked at once.
  */
 export class DeadLetterPath {
   /** Entries copied whose handlers failed: a retry must not copy them twice. */
   private readonly copied = new Set<string>();
+  private current: DeadLetterInFlight | undefined;
 
   constructor(
     private readonly route: DeadLetterRoute,
@@ -41,23 +49,45 @@ export class DeadLetterPath {
     private readonly counters: ConsumerCounters,
     private readonly logger: ConsumerLogger,
     private readonly now: () => number,
+    private readonly isStopping: () => boolean,
   ) {}
 
-  /** Sends each candidate down the path; returns the entry ids that were acked. */
+  /** The entry on the path now (its copy or its `@DeadLetter` methods running), if any. */
+  get inFlight(): DeadLetterInFlight | undefined {
+    return this.current;
+  }
+
+  /**
+   * Sends each candidate down the path, until the loop stops (the rest stay pending, untouched);
+   * returns the entry ids that were acked.
+   */
   async send(
     candidates: readonly DeadLetterCandidate[],
     reason: DeadLetterReason,
   ): Promise<string[]> {
     const done: string[] = [];
+    const acks: Array<Promise<void>> = [];
+    const ackFailures: unknown[] = [];
     for (const candidate of candidates) {
-      if (await this.sendOne(candidate, reason)) done.push(candidate.entryId);
+      if (this.isStopping()) break;
+      const sent = await this.sendOne(candidate, reason); // never throws
+      this.current = undefined;
+      if (!sent) continue;
+      // acked at once, pipelined with the next entry's copy: a stop that gives up on a later
+      // entry leaves this one settled, so a restart does not dead-letter it a second time
+      // (caught here, at once: a rejection must not wait unhandled while a later entry runs)
+      acks.push(this.ack(candidate.entryId).catch((err: unknown) => void ackFailures.push(err)));
+      done.push(candidate.entryId);
     }
-    if (done.length > 0) {
-      await this.client.ack(this.route.stream, this.route.group, done);
-      for (const id of done) this.copied.delete(id);
-      this.counters.totalDlq += done.length;
-    }
+    await Promise.all(acks);
+    if (ackFailures.length > 0) throw ackFailures[0];
     return done;
+  }
+
+  private async ack(entryId: string): Promise<void> {
+    await this.client.ack(this.route.stream, this.route.group, [entryId]);
+    this.copied.delete(entryId);
+    this.counters.totalDlq++;
   }
 
   private async sendOne(
@@ -75,10 +105,14 @@ export class DeadLetterPath {
     }
     try {
       if (deadLetterStream !== false && !this.copied.has(candidate.entryId)) {
+        this.current = { entryId: candidate.entryId, step: 'copy' };
         await this.client.add(deadLetterStream, this.copyFields(candidate, reason));
         this.copied.add(candidate.entryId);
       }
-      if (this.sink.handlerCount > 0) await this.sink.deliver(this.letter(candidate, reason));
+      if (this.sink.handlerCount > 0) {
+        this.current = { entryId: candidate.entryId, step: 'handlers' };
+        await this.sink.deliver(this.letter(candidate, reason));
+      }
       this.logger.warn(`Dead-lettered (${reason}) ${where} after ${candidate.attempts} deliveries`);
       return true;
     } catch (err) {
