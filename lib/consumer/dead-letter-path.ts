@@ -49,7 +49,10 @@ export class DeadLetterPath {
     private readonly counters: ConsumerCounters,
     private readonly logger: ConsumerLogger,
     private readonly now: () => number,
+    /** True once the loop stops: no entry starts down the path after that. */
     private readonly isStopping: () => boolean,
+    /** True once stop() gave up waiting and closed the connection: no method is called after. */
+    private readonly isAbandoned: () => boolean,
   ) {}
 
   /** The entry on the path now (its copy or its `@DeadLetter` methods running), if any. */
@@ -110,6 +113,7 @@ export class DeadLetterPath {
         this.copied.add(candidate.entryId);
       }
       if (this.sink.handlerCount > 0) {
+        if (this.isAbandoned()) return false; // copied; it stays pending, the copy is not undone
         this.current = { entryId: candidate.entryId, step: 'handlers' };
         await this.sink.deliver(this.letter(candidate, reason));
       }

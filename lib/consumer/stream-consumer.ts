@@ -103,6 +103,7 @@ export class StreamConsumer {
       config.logger,
       this.now,
       () => this.stopping,
+      () => this.abandoned,
     );
     this.runner = new HandlerRunner(
       config.handler,
