@@ -10,17 +10,14 @@ import type {
   ResolvedHandlerOptions,
   StreamConsumerConfig,
 } from './consumer.types';
-import {
-  DeadLetterPath,
-  type DeadLetterCandidate,
-  type DeadLetterInFlight,
-} from './dead-letter-path';
+import { DeadLetterPath, type DeadLetterCandidate } from './dead-letter-path';
 import {
   HandlerRunner,
   type HandleOutcome,
   type HandlingBatch,
   type HeldBatch,
 } from './handler-runner';
+import { stillRunning } from './shutdown-warning';
 
 /**
  * One managed consumer loop over one stream and group (SPEC §3): ensure the group, drain the own
@@ -712,30 +709,6 @@ export class StreamConsumer {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = null;
   }
-}
-
-/** What a stop that gave up after `ms` left running, for its warning. */
-function stillRunning(
-  inHandlers: readonly string[],
-  dying: DeadLetterInFlight | undefined,
-  ms: number,
-): string {
-  const running: string[] = [];
-  if (inHandlers.length > 0)
-    running.push(
-      `handlers still running after ${ms} ms (entries ${inHandlers.join(', ')}); ` +
-        `they stay pending and are reclaimed after minIdleMs`,
-    );
-  if (dying) {
-    const what = dying.step === 'handlers' ? '@DeadLetter methods' : 'the dead-letter copy (XADD)';
-    running.push(
-      `${what} still running after ${ms} ms for entry ${dying.entryId}; it stays pending ` +
-        `and is dead-lettered again by whoever takes it over (reclaim after minIdleMs, or a restart)`,
-    );
-  }
-  if (running.length === 0)
-    return `a Redis command was still outstanding after ${ms} ms; closing the connection`;
-  return running.join('; ');
 }
 
 /** True when `promise` settles within `ms`; the timer never outlives the wait. */
