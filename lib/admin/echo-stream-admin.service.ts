@@ -47,7 +47,10 @@ export class EchoStreamAdmin {
     this.orchestrator.start();
   }
 
-  /** Stops the handler loops (as on shutdown: in-flight handlers get `shutdownTimeoutMs`). */
+  /**
+   * Stops the handler loops (as on shutdown: in-flight handlers get `shutdownTimeoutMs`). Calls
+   * while a stop is in flight, `app.close()`'s included, share it: each settles once every loop is down.
+   */
   stop(): Promise<void> {
     return this.orchestrator.stop();
   }
