@@ -16,6 +16,7 @@ import {
   type HandleOutcome,
   type HandlingBatch,
   type HeldBatch,
+  type RejectedEntry,
 } from './handler-runner';
 
 /**
@@ -443,6 +444,7 @@ export class StreamConsumer {
     const outcome = await this.handle(messages);
     if (this.abandoned) return; // stop() settled this batch already and closed the connection
     for (const id of outcome.ok) this.pendingAcks.push(id);
+    if (outcome.rejected) await this.sendRejected(outcome.rejected, entries);
     if (outcome.unstarted.length > 0) {
       await this.config.client.release(
         this.stream,
@@ -487,6 +489,20 @@ export class StreamConsumer {
     } finally {
       this.dying = null;
     }
+  }
+
+  /** A guard or pipe refused these entries: retrying cannot help, so they leave at once (SPEC §10). */
+  private async sendRejected(
+    rejected: readonly RejectedEntry[],
+    entries: readonly RawEntry[],
+  ): Promise<void> {
+    const byId = new Map(entries.map((e) => [e.entryId, e]));
+    const candidates: DeadLetterCandidate[] = [];
+    for (const { entryId, attempts, error } of rejected) {
+      const fields = byId.get(entryId)?.fields;
+      if (fields) candidates.push({ entryId, fields, attempts, error });
+    }
+    await this.sendDead(candidates, 'rejected');
   }
 
   private candidate(entryId: string, fields: string[], attempts: number): DeadLetterCandidate {
