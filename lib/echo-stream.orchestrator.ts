@@ -20,6 +20,8 @@ import { messages } from './echo-stream.messages';
 import { resolveHandlerOptions, type ResolvedModuleOptions } from './echo-stream.options';
 import { ConsumerRegistry } from './echo-stream.registry';
 import { HandlerPipelineFactory } from './handlers/handler-pipeline.factory';
+import { ConsumerTracing } from './tracing/consumer-tracing';
+import { loadOtel } from './tracing/otel-api';
 import type { DeadLetterMessage } from './interfaces/dead-letter-message.interface';
 import type { BatchAcks, StreamMessage } from './interfaces/stream-message.interface';
 
@@ -37,6 +39,8 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
   private readonly logger = new Logger(EchoStreamOrchestrator.name);
   private planned: PlannedLoop[] | undefined;
   private started = false;
+  /** `@opentelemetry/api`, when installed: handler calls then run in CONSUMER spans. */
+  private readonly otel = loadOtel();
 
   constructor(
     private readonly explorer: EchoStreamExplorer,
@@ -122,6 +126,7 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
         ),
       ),
       logger: new Logger(`${definition.stream}/${definition.group}`),
+      tracing: this.otel && new ConsumerTracing(this.otel, definition.stream, definition.group),
     });
   }
 

@@ -97,7 +97,7 @@ export class StreamConsumer {
       this.now,
     );
     this.runner = new HandlerRunner(
-      config.handler,
+      config.tracing ? config.tracing.wrap(config.handler) : config.handler,
       config.options.concurrency,
       this.counters,
       config.logger,
@@ -425,7 +425,7 @@ export class StreamConsumer {
         (undecodable ??= []).push({ entryId, fields, attempts, error: errorText(err) });
         continue;
       }
-      messages.push({
+      const message: StreamMessage<unknown> = {
         id: decoded.id ?? entryId,
         entryId,
         stream: this.stream,
@@ -434,7 +434,9 @@ export class StreamConsumer {
         payload: decoded.payload,
         attempts,
         signal: this.abort.signal,
-      });
+      };
+      if (this.config.tracing !== undefined) this.config.tracing.remember(message, fields);
+      messages.push(message);
     }
     if (deleted) await this.settleDeleted(deleted);
     if (undecodable) await this.sendDead(undecodable, 'decode_error');
