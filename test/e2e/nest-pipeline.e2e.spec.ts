@@ -8,6 +8,7 @@ import 'reflect-metadata';
 import {
   Injectable,
   Logger,
+  UseGuards,
   Scope,
   type INestApplication,
   type NestInterceptor,
@@ -17,7 +18,7 @@ import { ValidationPipe } from '@nestjs/common';
 import { jest } from '@jest/globals';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
-import { EchoStreamModule, ECHO_STREAM_CONTEXT_TYPE, Payload } from '../../lib';
+import { EchoStreamModule, ECHO_STREAM_CONTEXT_TYPE, Payload, StreamHandler } from '../../lib';
 import { EchoStreamExplorer } from '../../lib/echo-stream.explorer';
 import { HandlerPipelineFactory } from '../../lib/handlers/handler-pipeline.factory';
 import {
@@ -252,6 +253,32 @@ describe('Nest pipeline on @StreamHandler', () => {
         /APP_INTERCEPTOR PerRequestInterceptor is request-scoped.*does NOT run for @StreamHandler/.test(
           t,
         ),
+      ),
+    ).toBe(true);
+  });
+
+  it('skips, with a warning, a handler whose guard is request-scoped', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn');
+    @Injectable({ scope: Scope.REQUEST })
+    class PerRequestGuard {
+      canActivate(): boolean {
+        return true;
+      }
+    }
+    @Injectable()
+    class GuardedHandler {
+      @StreamHandler('request-scoped-guard', 'g')
+      @UseGuards(PerRequestGuard)
+      handle(): void {
+        LOG.events.push('must not run');
+      }
+    }
+    const app = await boot([], [GuardedHandler, PlainHandler]);
+    expect(app.get(EchoStreamExplorer).handlers.map((h) => h.stream)).toEqual([PLAIN_STREAM]);
+    const texts = warn.mock.calls.map((call) => String(call[0]));
+    expect(
+      texts.some((t) =>
+        /GuardedHandler\.handle is on a request-scoped provider.*guard.*skipped/.test(t),
       ),
     ).toBe(true);
   });
