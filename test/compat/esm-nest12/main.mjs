@@ -8,13 +8,7 @@
 import 'reflect-metadata';
 import { Injectable, Module, UseInterceptors } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import {
-  ConsumerStats,
-  Ctx,
-  EchoStreamModule,
-  Payload,
-  StreamHandler,
-} from 'nestjs-echo-stream';
+import { ConsumerStats, Ctx, EchoStreamModule, Payload, StreamHandler } from 'nestjs-echo-stream';
 
 let markHandled;
 const handled = new Promise((resolve) => (markHandled = resolve));
