@@ -83,9 +83,12 @@ export class HandlerPipelineFactory {
       }
     };
     return batch
-      ? (list: StreamMessage<unknown>[]) =>
-          run(
-            list.map((m) => m.payload),
+      ? async (list: StreamMessage<unknown>[]) =>
+          batchAnswer(
+            await run(
+              list.map((m) => m.payload),
+              list,
+            ),
             list,
           )
       : (message: StreamMessage<unknown>) => run(message.payload, message);
@@ -165,6 +168,14 @@ export class HandlerPipelineFactory {
 }
 
 const NONE = { guards: false, interceptors: false, filters: false };
+
+/**
+ * What a batch call answers: the list of entries to ack (the method's or an interceptor's), or,
+ * for any other value (an exception filter that handled the error returns one), the whole batch.
+ */
+function batchAnswer(result: unknown, list: StreamMessage<unknown>[]): unknown {
+  return result === null || result === undefined || Array.isArray(result) ? result : list;
+}
 
 /** Turns what reached the top of the pipeline into the engine's verdict. */
 function verdict(err: unknown, state: CallState): unknown {

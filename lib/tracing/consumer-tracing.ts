@@ -1,6 +1,6 @@
 import type { EntryHandler, EntryTracing } from '../consumer/consumer.types';
 import type { StreamMessage } from '../interfaces/stream-message.interface';
-import { TRACER_NAME, type Otel } from './otel-api';
+import { TRACER_NAME, tracingOff, type Otel } from './otel-api';
 import { traceCarrierOf } from './trace-fields';
 
 type Span = ReturnType<ReturnType<Otel['trace']['getTracer']>['startSpan']>;
@@ -23,6 +23,7 @@ export class ConsumerTracing implements EntryTracing {
   ) {}
 
   remember(message: StreamMessage<unknown>, fields: readonly string[]): void {
+    if (tracingOff(this.otel)) return;
     const carrier = traceCarrierOf(fields);
     if (carrier) this.carriers.set(message, carrier);
   }
@@ -37,6 +38,7 @@ export class ConsumerTracing implements EntryTracing {
   }
 
   private entryCall(message: StreamMessage<unknown>, call: () => unknown): unknown {
+    if (tracingOff(this.otel)) return call();
     const { context, propagation, ROOT_CONTEXT } = this.otel;
     const carrier = this.carriers.get(message);
     const parent = carrier ? propagation.extract(ROOT_CONTEXT, carrier) : context.active();
@@ -52,6 +54,7 @@ export class ConsumerTracing implements EntryTracing {
   }
 
   private batchCall<T>(messages: StreamMessage<unknown>[], call: () => T): T {
+    if (tracingOff(this.otel)) return call();
     const { context, propagation, trace, ROOT_CONTEXT } = this.otel;
     const links = [];
     for (const message of messages) {

@@ -1,4 +1,4 @@
-import { TRACER_NAME, type Otel } from './otel-api';
+import { TRACER_NAME, tracingOff, type Otel } from './otel-api';
 
 /**
  * PRODUCER spans for `StreamProducer` (SPEC §10), following the OpenTelemetry messaging
@@ -18,6 +18,7 @@ export class ProducerTracing {
     count: number,
     write: (traceFields: readonly string[]) => Promise<T>,
   ): Promise<T> {
+    if (tracingOff(this.otel)) return write([]);
     const { trace, context, propagation, SpanKind, SpanStatusCode } = this.otel;
     const span = trace.getTracer(TRACER_NAME).startSpan(`send ${stream}`, {
       kind: SpanKind.PRODUCER,

@@ -22,7 +22,9 @@ import { EchoStreamModule, ECHO_STREAM_CONTEXT_TYPE, Payload, StreamHandler } fr
 import { EchoStreamExplorer } from '../../lib/echo-stream.explorer';
 import { HandlerPipelineFactory } from '../../lib/handlers/handler-pipeline.factory';
 import {
+  BATCH_FILTER_STREAM,
   BATCH_STREAM,
+  BatchFilterHandler,
   BatchHandler,
   DTO_STREAM,
   DtoHandler,
@@ -222,6 +224,20 @@ describe('Nest pipeline on @StreamHandler', () => {
       async () => LOG.received.length > 0 && (await pendingIds(BATCH_STREAM)).length === 0,
     );
     expect((LOG.received as number[]).reduce((a, b) => a + b, 0)).toBe(2);
+  });
+
+  it('batch mode: a filter that returns a value acks the whole batch', async () => {
+    await boot([], [BatchFilterHandler]);
+    await publish(BATCH_FILTER_STREAM, 'a', { n: 1 });
+    await publish(BATCH_FILTER_STREAM, 'b', { n: 2 });
+    await waitFor(
+      async () =>
+        (LOG.received as number[]).reduce((a, b) => a + b, 0) === 2 &&
+        (await redis.xlen(BATCH_FILTER_STREAM)) === 2 &&
+        (await pendingIds(BATCH_FILTER_STREAM)).length === 0,
+    );
+    expect(LOG.events.every((e) => e === 'filter:batch:echo-stream')).toBe(true);
+    expect(await deadLetterFields(BATCH_FILTER_STREAM)).toEqual([]);
   });
 
   it('a handler with no enhancer and no parameter decorator keeps the plain inline call (a global pipe does not matter)', async () => {
