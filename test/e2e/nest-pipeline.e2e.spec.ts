@@ -23,8 +23,10 @@ import { EchoStreamExplorer } from '../../lib/echo-stream.explorer';
 import { HandlerPipelineFactory } from '../../lib/handlers/handler-pipeline.factory';
 import {
   BATCH_FILTER_STREAM,
+  BATCH_GUARD_STREAM,
   BATCH_STREAM,
   BatchFilterHandler,
+  BatchGuardHandler,
   BatchHandler,
   DTO_STREAM,
   DtoHandler,
@@ -224,6 +226,27 @@ describe('Nest pipeline on @StreamHandler', () => {
       async () => LOG.received.length > 0 && (await pendingIds(BATCH_STREAM)).length === 0,
     );
     expect((LOG.received as number[]).reduce((a, b) => a + b, 0)).toBe(2);
+  });
+
+  it('batch mode: a guard that refuses the batch dead-letters each of its entries as rejected', async () => {
+    await boot([], [BatchGuardHandler]);
+    // one MULTI: the parked read is answered with both entries, so they are one batch
+    const replies = (await redis
+      .multi()
+      .xadd(BATCH_GUARD_STREAM, '*', 'id', 'a', 'data', JSON.stringify({ n: 1 }))
+      .xadd(BATCH_GUARD_STREAM, '*', 'id', 'b', 'data', JSON.stringify({ deny: true }))
+      .exec())!;
+    const ids = replies.map(([, id]) => id as string);
+    await waitFor(() => LOG.deadLetters.length === 2);
+    await waitFor(async () => (await pendingIds(BATCH_GUARD_STREAM)).length === 0);
+    expect(LOG.received).toEqual([]);
+    expect(LOG.deadLetters.map((d) => d.entryId).sort()).toEqual([...ids].sort());
+    for (const letter of LOG.deadLetters)
+      expect(letter).toMatchObject({
+        reason: 'rejected',
+        error: 'Forbidden resource',
+        attempts: 1,
+      });
   });
 
   it('batch mode: a filter that returns a value acks the whole batch', async () => {
