@@ -208,6 +208,21 @@ describe('OpenTelemetry tracing', () => {
     ).toBe(3);
   });
 
+  it('publishMany: one PRODUCER span for the call, its context injected into every entry', async () => {
+    const app = await boot();
+    await app.get(StreamProducer).publishMany('traced-many', [{ a: 1 }, { a: 2 }]);
+    const sends = exporter.getFinishedSpans().filter((s) => s.name === 'send traced-many');
+    expect(sends).toHaveLength(1);
+    expect(sends[0].kind).toBe(SpanKind.PRODUCER);
+    expect(sends[0].attributes['messaging.batch.message_count']).toBe(2);
+    const { traceId, spanId } = sends[0].spanContext();
+    const entries = await redis.xrange('traced-many', '-', '+');
+    expect(entries.map(([, f]) => f[f.indexOf('traceparent') + 1])).toEqual([
+      `00-${traceId}-${spanId}-01`,
+      `00-${traceId}-${spanId}-01`,
+    ]);
+  });
+
   it('dead-letter copies keep the trace fields', async () => {
     await boot();
     await publishFromChild('traced-denied', { n: 1 });
