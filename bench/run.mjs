@@ -112,6 +112,15 @@ const ALL_CONTENDERS = [
     workloads: ['drain', 'latency', 'memory'],
   },
   {
+    name: 'lib-nest',
+    label: 'echo-stream, per-entry, 1 interceptor + ValidationPipe DTO (@Payload)',
+    kind: 'stream',
+    script: 'library.mjs',
+    cfg: { variant: 'nest' },
+    baseline: 'lib',
+    workloads: ['drain'],
+  },
+  {
     name: 'lib-c16',
     label: 'echo-stream, concurrency 16, 1 ms async handler',
     kind: 'stream',

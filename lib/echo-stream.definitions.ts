@@ -10,6 +10,10 @@ export interface HandlerDefinition {
   name: string;
   /** The method, bound to its instance. */
   method: (arg: never) => unknown;
+  /** The provider or controller instance that holds it (for Nest's pipeline). */
+  instance: object;
+  /** The method's name on `instance`. */
+  methodName: string;
 }
 
 /** One discovered `@DeadLetter` method (internal). */

@@ -65,6 +65,8 @@ export class EchoStreamExplorer implements OnModuleInit {
             options: meta.options,
             name,
             method: bound,
+            instance,
+            methodName,
           });
         }
         if (deadLetterMeta) {

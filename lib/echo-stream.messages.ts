@@ -11,8 +11,14 @@ export const messages = {
     `Both would be the same consumer of the group and split its entries at random; ` +
     `use one handler per stream and group (or another group)`,
   requestScoped: (handler: string) =>
-    `${handler} is on a request-scoped provider: a consumer loop needs one long-lived instance, ` +
-    `so this handler is skipped`,
+    `${handler} is on a request-scoped provider, or one that uses a request-scoped provider, ` +
+    `guard, interceptor, pipe or filter: a consumer loop needs one long-lived instance and a ` +
+    `stream entry is no HTTP request, so this handler is skipped (request-scoped providers and ` +
+    `enhancers are not supported on @StreamHandler)`,
+  requestScopedGlobalEnhancer: (enhancer: string) =>
+    `${enhancer} is request-scoped (or depends on a request-scoped provider): Nest builds it per ` +
+    `HTTP request and a stream entry is no request, so it does NOT run for @StreamHandler methods ` +
+    `(request-scoped enhancers are not supported there; make it a singleton to apply it)`,
   evictionPolicy: (policy: string) =>
     `Redis maxmemory-policy is '${policy}': under memory pressure Redis may evict streams and ` +
     `consumer groups (entries lost). Use 'noeviction' for streams you cannot lose`,

@@ -19,6 +19,9 @@ import { EchoStreamExplorer } from './echo-stream.explorer';
 import { messages } from './echo-stream.messages';
 import { resolveHandlerOptions, type ResolvedModuleOptions } from './echo-stream.options';
 import { ConsumerRegistry } from './echo-stream.registry';
+import { HandlerPipelineFactory } from './handlers/handler-pipeline.factory';
+import { ConsumerTracing } from './tracing/consumer-tracing';
+import { loadOtel } from './tracing/otel-api';
 import type { DeadLetterMessage } from './interfaces/dead-letter-message.interface';
 import type { BatchAcks, StreamMessage } from './interfaces/stream-message.interface';
 
@@ -38,11 +41,14 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
   private started = false;
   /** The stop in flight, shared by every caller. */
   private stopping: Promise<void> | undefined;
+  /** `@opentelemetry/api`, when installed: handler calls then run in CONSUMER spans. */
+  private readonly otel = loadOtel();
 
   constructor(
     private readonly explorer: EchoStreamExplorer,
     private readonly registry: ConsumerRegistry,
     private readonly connections: EchoStreamConnections,
+    private readonly pipelines: HandlerPipelineFactory,
     @Inject(ECHO_STREAM_OPTIONS) private readonly options: ResolvedModuleOptions,
   ) {}
 
@@ -107,14 +113,13 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
     definition: HandlerDefinition,
     options: ResolvedHandlerOptions,
   ): StreamConsumer {
+    const call = this.pipelines.build(definition, options.batch);
     const handler: EntryHandler = options.batch
       ? {
           batch: true,
-          call: definition.method as (
-            messages: StreamMessage<unknown>[],
-          ) => BatchAcks | Promise<BatchAcks>,
+          call: call as (messages: StreamMessage<unknown>[]) => BatchAcks | Promise<BatchAcks>,
         }
-      : { batch: false, call: definition.method as (message: StreamMessage<unknown>) => unknown };
+      : { batch: false, call: call as (message: StreamMessage<unknown>) => unknown };
     return new StreamConsumer({
       stream: definition.stream,
       group: definition.group,
@@ -131,6 +136,7 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
         ),
       ),
       logger: new Logger(`${definition.stream}/${definition.group}`),
+      tracing: this.otel && new ConsumerTracing(this.otel, definition.stream, definition.group),
     });
   }
 

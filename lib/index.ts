@@ -1,6 +1,10 @@
 export { EchoStreamModule } from './echo-stream.module';
 export { StreamHandler } from './decorators/stream-handler.decorator';
 export { DeadLetter } from './decorators/dead-letter.decorator';
+export { Payload } from './decorators/payload.decorator';
+export { Ctx } from './decorators/ctx.decorator';
+export type { StreamPipe } from './decorators/stream-param.decorator';
+export { ECHO_STREAM_CONTEXT_TYPE } from './handlers/handler-pipeline.factory';
 export { StreamProducer } from './producer/stream-producer.service';
 export { brandedId, brandedIdTime, BrandedIdGenerator, isBrandedId } from './producer/branded-id';
 export { ConsumerStats } from './stats/consumer-stats.service';

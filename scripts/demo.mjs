@@ -3,8 +3,9 @@
  * `npm run demo`: builds the sample app (sample/, CommonJS into .sample-dist/), starts a
  * throw-away redis-server when REDIS_URL is unset, runs the sample on PORT (default: a free
  * port), publishes a steady trickle of orders through `POST /orders` (with a poison order now and
- * then, which billing refuses until it is dead-lettered) plus undecodable entries written straight
- * to the stream, and prints the app's log (handled orders, retries, dead letters) and a figures
+ * then, which billing refuses until it is dead-lettered, and a malformed one through
+ * `POST /orders/unchecked`, which billing's ValidationPipe rejects at once) plus undecodable entries
+ * written straight to the stream, and prints the app's log (handled orders, retries, dead letters) and a figures
  * line every 5 s. Open the printed URL for the live page.
  *
  *   npm run demo                   # until Ctrl-C
@@ -32,6 +33,8 @@ const SKUS = ['A-1', 'B-7', 'C-3', 'D-9', 'E-2'];
 /** Every Nth order is poison, every Mth tick also writes an undecodable entry (first ones early). */
 const POISON_EVERY = 40;
 const UNDECODABLE_EVERY = 60;
+/** Every Kth tick also posts a malformed order to POST /orders/unchecked (a `rejected` dead letter). */
+const MALFORMED_EVERY = 50;
 
 const color = process.stdout.isTTY && !process.env.NO_COLOR;
 const paint = (code, text) => (color ? `\x1b[${code}m${text}\x1b[0m` : text);
@@ -193,13 +196,13 @@ async function startApp(redisUrl, port) {
   await Promise.race([ready, timeout]);
 }
 
-async function postOrder(base, order) {
-  const res = await fetch(`${base}/orders`, {
+async function postOrder(base, order, path = '/orders') {
+  const res = await fetch(`${base}${path}`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify(order),
   });
-  if (res.status !== 202) throw new Error(`POST /orders -> ${res.status} ${await res.text()}`);
+  if (res.status !== 202) throw new Error(`POST ${path} -> ${res.status} ${await res.text()}`);
   return res.json();
 }
 
@@ -247,7 +250,7 @@ async function main() {
   say(`Prometheus: ${base}/metrics`);
   say(
     `publishing ~${RATE} orders/s through POST /orders (FAILURE_RATE ${process.env.FAILURE_RATE ?? 0.1}), ` +
-      `a poison order every ${POISON_EVERY} and an undecodable entry every ${UNDECODABLE_EVERY}; ` +
+      `a poison order every ${POISON_EVERY}, a malformed one every ${MALFORMED_EVERY} and an undecodable entry every ${UNDECODABLE_EVERY}; ` +
       (SECONDS ? `stopping after ${SECONDS} s` : 'Ctrl-C to stop'),
   );
   console.log('');
@@ -268,6 +271,11 @@ async function main() {
           `{"sku": "X-${n}", oops`,
         );
         say(`wrote an undecodable entry ${entryId} (id demo-bad-${n})`);
+      }
+      if (n % MALFORMED_EVERY === 6) {
+        // Published as-is; billing's ValidationPipe refuses it: dead-lettered at once (rejected).
+        const { id } = await postOrder(base, { sku: '', qty: 'two' }, '/orders/unchecked');
+        say(`posted a malformed order ${id}: billing's ValidationPipe rejects it (dead letter)`);
       }
       const poison = n % POISON_EVERY === 2;
       const order = {

@@ -1,6 +1,8 @@
 // This library in a Nest application context: one @StreamHandler on one provider, module defaults
 // except what the variant states. cfg.variant: 'each' (per-entry, sync handler), 'batch'
-// (batch: true, acks the whole read), 'c16' (concurrency: 16, 1 ms async handler).
+// (batch: true, acks the whole read), 'c16' (concurrency: 16, 1 ms async handler), 'nest' (the
+// per-entry handler with one interceptor and a ValidationPipe-checked DTO through @Payload: the
+// Nest pipeline of SPEC §10; needs class-validator and class-transformer, dev dependencies).
 // The library is loaded from dist/index.js (npm run build), or from BENCH_LIB (another build).
 import 'reflect-metadata';
 import { createRequire } from 'node:module';
@@ -14,7 +16,8 @@ const libPath = cfg.lib ?? join(root, 'dist/index.js');
 
 async function main() {
   const lib = require(libPath);
-  const { Injectable, Module } = await import('@nestjs/common');
+  const common = await import('@nestjs/common');
+  const { Injectable, Module } = common;
   const { NestFactory } = await import('@nestjs/core');
   const { EchoStreamModule, StreamHandler, ConsumerStats } = lib;
 
@@ -39,6 +42,7 @@ async function main() {
       sink.onPayload(message.payload);
     };
   }
+  if (variant === 'nest') await nestPipeline(lib, common, BenchHandler, sink);
   StreamHandler(cfg.stream, cfg.group, options)(
     BenchHandler.prototype,
     'handle',
@@ -72,6 +76,33 @@ async function main() {
   const before = loops();
   await app.close();
   return done({ ...sink.result(), errors: before.errors, loopStates: before.states });
+}
+
+/**
+ * The 'nest' variant: `handle(@Payload(new ValidationPipe({ transform: true })) order: BenchOrder)`
+ * under `@UseInterceptors(PassThrough)`, written out as the decorator calls TypeScript would emit.
+ */
+async function nestPipeline(lib, common, BenchHandler, sink) {
+  const { IsIn, IsInt, IsString, Min } = await import('class-validator');
+  class BenchOrder {}
+  IsInt()(BenchOrder.prototype, 'seq');
+  Min(0)(BenchOrder.prototype, 'seq');
+  IsString()(BenchOrder.prototype, 'sku');
+  IsInt()(BenchOrder.prototype, 'qty');
+  IsIn(['EUR', 'USD'])(BenchOrder.prototype, 'currency');
+  class PassThrough {
+    intercept(_context, next) {
+      return next.handle();
+    }
+  }
+  common.Injectable()(PassThrough);
+  BenchHandler.prototype.handle = function handle(order) {
+    sink.onPayload(order);
+  };
+  const descriptor = Object.getOwnPropertyDescriptor(BenchHandler.prototype, 'handle');
+  Reflect.defineMetadata('design:paramtypes', [BenchOrder], BenchHandler.prototype, 'handle');
+  lib.Payload(new common.ValidationPipe({ transform: true }))(BenchHandler.prototype, 'handle', 0);
+  common.UseInterceptors(PassThrough)(BenchHandler.prototype, 'handle', descriptor);
 }
 
 /**

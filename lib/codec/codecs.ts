@@ -1,5 +1,6 @@
 import { inspect } from 'node:util';
 import { CodecOption, StreamCodec } from '../interfaces/codec.interface';
+import { isTraceField } from '../tracing/trace-fields';
 
 /** The field that carries the producer's branded id; never part of a codec's field map. */
 export const ID_FIELD = 'id';
@@ -28,7 +29,7 @@ export const jsonCodec: StreamCodec<unknown> = {
   },
 };
 
-/** Every field except `id` is the payload, as strings. */
+/** Every field except `id` (and the trace fields `traceparent`, `tracestate`) is the payload, as strings. */
 export const fieldsCodec: StreamCodec<Record<string, string>> = {
   encode(payload: Record<string, string>): Record<string, string> {
     const out: Record<string, string> = {};
@@ -84,7 +85,7 @@ export function decodeEntry(codec: StreamCodec<unknown>, flat: readonly string[]
   let id: string | undefined;
   for (let i = 0; i + 1 < flat.length; i += 2) {
     if (flat[i] === ID_FIELD) id = flat[i + 1];
-    else fields[flat[i]] = flat[i + 1];
+    else if (!isTraceField(flat[i])) fields[flat[i]] = flat[i + 1];
   }
   try {
     return { id, payload: codec.decode(fields) };
@@ -98,8 +99,8 @@ export function encodeEntry(codec: StreamCodec<unknown>, id: string, payload: un
   const encoded = codec.encode(payload);
   const flat: string[] = [ID_FIELD, id];
   for (const key of Object.keys(encoded)) {
-    if (key === ID_FIELD) {
-      throw new TypeError(`a codec's encode() must not return the reserved field '${ID_FIELD}'`);
+    if (key === ID_FIELD || isTraceField(key)) {
+      throw new TypeError(`a codec's encode() must not return the reserved field '${key}'`);
     }
     const value = encoded[key];
     if (typeof value !== 'string') {

@@ -30,6 +30,14 @@ export interface DeadLetterSink {
   deliver(letter: DeadLetterMessage): Promise<void>;
 }
 
+/** Runs handler calls inside trace spans (OpenTelemetry, when installed; SPEC §10). */
+export interface EntryTracing {
+  /** Called for each message built from an entry, with the entry's raw fields (trace context). */
+  remember(message: StreamMessage<unknown>, fields: readonly string[]): void;
+  /** The handler, each call of it inside a span. */
+  wrap(handler: EntryHandler): EntryHandler;
+}
+
 /** Everything one consumer loop needs; no Nest types. */
 export interface StreamConsumerConfig {
   stream: string;
@@ -43,6 +51,8 @@ export interface StreamConsumerConfig {
   handler: EntryHandler;
   deadLetters: DeadLetterSink;
   logger: ConsumerLogger;
+  /** Trace spans around handler calls; absent: none (no cost). */
+  tracing?: EntryTracing;
   /** Clock, for tests. */
   now?: () => number;
 }

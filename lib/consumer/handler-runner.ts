@@ -1,4 +1,5 @@
 import { errorStack, errorText } from '../codec/codecs';
+import { EntryRejectedError } from '../errors/entry-rejected.error';
 import type { BatchAcks, StreamMessage } from '../interfaces/stream-message.interface';
 import type { ConsumerCounters } from './consumer-counters';
 import type { ConsumerLogger, EntryHandler } from './consumer.types';
@@ -19,6 +20,15 @@ export interface HandlingBatch extends HeldBatch {
 export interface HandleOutcome {
   ok: string[];
   unstarted: string[];
+  /** Entries refused by a guard or pipe (`EntryRejectedError`): dead-lettered at once. */
+  rejected?: RejectedEntry[];
+}
+
+/** An entry the handler's pipeline refused, with the refusal's text. */
+export interface RejectedEntry {
+  entryId: string;
+  attempts: number;
+  error: string;
 }
 
 /** How many last handler errors are remembered for dead letters. */
@@ -65,6 +75,7 @@ export class HandlerRunner {
     if (handler.batch) throw new TypeError('handleEach needs a per-entry handler');
     const call = (message: StreamMessage<unknown>): unknown => handler.call(message);
     let next = 0;
+    let rejected: RejectedEntry[] | undefined;
     const work = async (): Promise<void> => {
       while (next < messages.length && !this.isStopping()) {
         const message = messages[next++];
@@ -75,7 +86,13 @@ export class HandlerRunner {
           if (isThenable(result)) await result;
           held.ok.push(message.entryId);
         } catch (err) {
-          this.entryFailed(err, message);
+          if (err instanceof EntryRejectedError)
+            (rejected ??= []).push({
+              entryId: message.entryId,
+              attempts: message.attempts,
+              error: err.message,
+            });
+          else this.entryFailed(err, message);
         }
         held.unsettled.delete(message.entryId);
       }
@@ -83,7 +100,11 @@ export class HandlerRunner {
     const workers = Math.min(this.concurrency, messages.length);
     if (workers === 1) await work();
     else await Promise.all(Array.from({ length: workers }, work));
-    return { ok: held.ok.splice(0), unstarted: messages.slice(next).map((m) => m.entryId) };
+    return {
+      ok: held.ok.splice(0),
+      unstarted: messages.slice(next).map((m) => m.entryId),
+      rejected,
+    };
   }
 
   private entryFailed(err: unknown, message: StreamMessage<unknown>): void {
@@ -108,6 +129,14 @@ export class HandlerRunner {
     try {
       returned = await handler.call(messages);
     } catch (err) {
+      if (err instanceof EntryRejectedError) {
+        const rejected = messages.map(({ entryId, attempts }) => ({
+          entryId,
+          attempts,
+          error: err.message,
+        }));
+        return { ok: [], unstarted: [], rejected };
+      }
       this.handlerFailed(err, `a batch of ${messages.length} (${messages[0].entryId}..)`, [
         ...inBatch,
       ]);

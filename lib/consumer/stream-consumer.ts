@@ -16,6 +16,7 @@ import {
   type HandleOutcome,
   type HandlingBatch,
   type HeldBatch,
+  type RejectedEntry,
 } from './handler-runner';
 import { stillRunning } from './shutdown-warning';
 
@@ -103,7 +104,7 @@ export class StreamConsumer {
       () => this.abandoned,
     );
     this.runner = new HandlerRunner(
-      config.handler,
+      config.tracing ? config.tracing.wrap(config.handler) : config.handler,
       config.options.concurrency,
       this.counters,
       config.logger,
@@ -436,7 +437,7 @@ export class StreamConsumer {
         (undecodable ??= []).push({ entryId, fields, attempts, error: errorText(err) });
         continue;
       }
-      messages.push({
+      const message: StreamMessage<unknown> = {
         id: decoded.id ?? entryId,
         entryId,
         stream: this.stream,
@@ -445,7 +446,9 @@ export class StreamConsumer {
         payload: decoded.payload,
         attempts,
         signal: this.abort.signal,
-      });
+      };
+      if (this.config.tracing !== undefined) this.config.tracing.remember(message, fields);
+      messages.push(message);
     }
     if (deleted) await this.settleDeleted(deleted);
     if (undecodable) await this.sendDead(undecodable, 'decode_error');
@@ -455,6 +458,7 @@ export class StreamConsumer {
     const outcome = await this.handle(messages, counts);
     if (this.abandoned) return; // stop() settled this batch already and closed the connection
     for (const id of outcome.ok) this.pendingAcks.push(id);
+    if (outcome.rejected) await this.sendRejected(outcome.rejected, entries);
     await this.releaseUnstarted(outcome.unstarted, counts, 'unstarted');
   }
 
@@ -517,6 +521,20 @@ export class StreamConsumer {
     } finally {
       this.dying = null;
     }
+  }
+
+  /** A guard or pipe refused these entries: retrying cannot help, so they leave at once (SPEC §10). */
+  private async sendRejected(
+    rejected: readonly RejectedEntry[],
+    entries: readonly RawEntry[],
+  ): Promise<void> {
+    const byId = new Map(entries.map((e) => [e.entryId, e]));
+    const candidates: DeadLetterCandidate[] = [];
+    for (const { entryId, attempts, error } of rejected) {
+      const fields = byId.get(entryId)?.fields;
+      if (fields) candidates.push({ entryId, fields, attempts, error });
+    }
+    await this.sendDead(candidates, 'rejected');
   }
 
   private candidate(entryId: string, fields: string[], attempts: number): DeadLetterCandidate {

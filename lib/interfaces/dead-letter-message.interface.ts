@@ -1,9 +1,12 @@
 /** Why an entry left the hot path. */
-export type DeadLetterReason = 'decode_error' | 'max_deliveries';
+export type DeadLetterReason = 'decode_error' | 'max_deliveries' | 'rejected';
 
 /** What a `@DeadLetter` method receives. */
 export interface DeadLetterMessage {
-  /** `'decode_error'` (undecodable entry) or `'max_deliveries'` (poison pill). */
+  /**
+   * `'decode_error'` (undecodable entry), `'max_deliveries'` (poison pill) or `'rejected'` (a guard
+   * or pipe of the Nest pipeline refused it).
+   */
   readonly reason: DeadLetterReason;
   /** Source stream. */
   readonly stream: string;
@@ -19,6 +22,9 @@ export interface DeadLetterMessage {
   readonly attempts: number;
   /** The raw field map of the entry. */
   readonly fields: Readonly<Record<string, string>>;
-  /** Decode error text, or the last handler error this process saw for the entry, when known. */
+  /**
+   * Decode error text, the rejection's message, or the last handler error this process saw for the
+   * entry, when known.
+   */
   readonly error: string | undefined;
 }

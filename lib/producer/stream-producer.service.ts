@@ -7,6 +7,8 @@ import type {
   PublishOptions,
   PublishReceipt,
 } from '../interfaces/publish.interface';
+import { loadOtel } from '../tracing/otel-api';
+import { ProducerTracing } from '../tracing/producer-tracing';
 import { brandedId } from './branded-id';
 
 const PUBLISH_OPTION_NAMES: readonly string[] = ['maxLen', 'codec', 'id'];
@@ -27,7 +29,13 @@ interface CheckedOptions {
  */
 @Injectable()
 export class StreamProducer {
-  constructor(private readonly connections: EchoStreamConnections) {}
+  /** PRODUCER spans and trace fields, when `@opentelemetry/api` is installed (SPEC §10). */
+  private readonly tracing: ProducerTracing | undefined;
+
+  constructor(private readonly connections: EchoStreamConnections) {
+    const otel = loadOtel();
+    this.tracing = otel ? new ProducerTracing(otel) : undefined;
+  }
 
   /**
    * Appends one entry to `stream` (`XADD stream [MAXLEN ~ n] * id <id> ...fields`).
@@ -46,8 +54,15 @@ export class StreamProducer {
     }
     const id = given ?? brandedId();
     const fields = encodeEntry(codec, id, payload);
-    const entryId = await this.connections.client.add(stream, fields, maxLen);
-    return { id, entryId };
+    if (!this.tracing) {
+      const entryId = await this.connections.client.add(stream, fields, maxLen);
+      return { id, entryId };
+    }
+    const [receipt] = await this.tracing.send(stream, 1, async (trace) => {
+      const entryId = await this.connections.client.add(stream, fields.concat(trace), maxLen);
+      return [{ id, entryId }];
+    });
+    return receipt;
   }
 
   /**
@@ -71,13 +86,17 @@ export class StreamProducer {
     const { maxLen, codec } = checkOptions('publishMany', opts, PUBLISH_MANY_OPTION_NAMES);
     if (payloads.length === 0) return [];
     const ids = payloads.map(() => brandedId());
-    const items = payloads.map((payload, i) => ({
-      stream,
-      fields: encodeEntry(codec, ids[i], payload),
-      maxLen,
-    }));
-    const entryIds = await this.connections.client.addMany(items);
-    return ids.map((id, i) => ({ id, entryId: entryIds[i] }));
+    const encoded = payloads.map((payload, i) => encodeEntry(codec, ids[i], payload));
+    const write = async (trace: readonly string[]): Promise<PublishReceipt[]> => {
+      const items = encoded.map((fields) => ({
+        stream,
+        fields: trace.length > 0 ? fields.concat(trace) : fields,
+        maxLen,
+      }));
+      const entryIds = await this.connections.client.addMany(items);
+      return ids.map((id, i) => ({ id, entryId: entryIds[i] }));
+    };
+    return this.tracing ? this.tracing.send(stream, payloads.length, write) : write([]);
   }
 }
 

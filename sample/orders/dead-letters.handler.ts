@@ -18,8 +18,8 @@ export interface RecentDeadLetter {
 const KEPT = 20;
 
 /**
- * Receives the dead letters of the orders stream (every group): undecodable entries and poison
- * pills. They are also copied to `orders:dlq`, where `EchoStreamAdmin.redrive()` can re-publish
+ * Receives the dead letters of the orders stream (every group): undecodable entries, poison
+ * pills and orders the billing handler's ValidationPipe rejected. They are also copied to `orders:dlq`, where `EchoStreamAdmin.redrive()` can re-publish
  * them once fixed. Logs each one and keeps the last 20 for the page.
  */
 @Injectable()

@@ -11,6 +11,23 @@ export interface Order {
   poison?: boolean;
 }
 
+/** Limit of `POST /orders/unchecked` bodies: a small JSON object, nothing else. */
+const UNCHECKED_MAX_BYTES = 1024;
+
+/**
+ * Checks only that a `POST /orders/unchecked` body is a small JSON object (the rest is left to the
+ * billing handler's ValidationPipe); throws 400 otherwise.
+ */
+export function parseUncheckedOrder(body: unknown): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new BadRequestException('the body must be a JSON object');
+  }
+  if (JSON.stringify(body).length > UNCHECKED_MAX_BYTES) {
+    throw new BadRequestException(`the body must be at most ${UNCHECKED_MAX_BYTES} bytes of JSON`);
+  }
+  return body as Record<string, unknown>;
+}
+
 /** Checks a `POST /orders` body; throws 400 with what is wrong. */
 export function parseOrder(body: unknown): Order {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {

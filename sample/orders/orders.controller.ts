@@ -1,7 +1,7 @@
 import { Body, Controller, HttpCode, Post } from '@nestjs/common';
 // A real app imports these from 'nestjs-echo-stream'.
 import { StreamProducer, type PublishReceipt } from '../../lib';
-import { ORDERS_STREAM, parseOrder } from './order';
+import { ORDERS_STREAM, parseOrder, parseUncheckedOrder } from './order';
 
 /** `POST /orders {"sku":"A-1","qty":2}` publishes an order; 202 with its branded id. */
 @Controller('orders')
@@ -12,5 +12,16 @@ export class OrdersController {
   @HttpCode(202)
   publish(@Body() body: unknown): Promise<PublishReceipt> {
     return this.producer.publish(ORDERS_STREAM, parseOrder(body), { maxLen: 100_000 });
+  }
+
+  /**
+   * `POST /orders/unchecked {...}` publishes any small JSON object as it is, the way another
+   * service might: the billing handler's ValidationPipe is then what stops a malformed order (a
+   * `rejected` dead letter on the page), not this endpoint.
+   */
+  @Post('unchecked')
+  @HttpCode(202)
+  publishUnchecked(@Body() body: unknown): Promise<PublishReceipt> {
+    return this.producer.publish(ORDERS_STREAM, parseUncheckedOrder(body), { maxLen: 100_000 });
   }
 }

@@ -1,16 +1,21 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, UseInterceptors, ValidationPipe } from '@nestjs/common';
 // A real app imports these from 'nestjs-echo-stream'.
-import { StreamHandler, type StreamMessage } from '../../lib';
+import { Ctx, Payload, StreamHandler, type StreamMessage } from '../../lib';
 import { SampleConfig } from '../config';
-import { ORDERS_STREAM, type Order } from './order';
+import { ORDERS_STREAM } from './order';
+import { OrderDto } from './order.dto';
 import { OrderLedger } from './order-ledger.service';
+import { StreamLoggingInterceptor } from './stream-logging.interceptor';
 
 /**
  * Billing: charges each order once. Fails at random (`FAILURE_RATE`) to show retries: a failed
  * entry stays pending, is reclaimed after `minIdleMs` (3 s here) and handled again with
  * `attempts` + 1. A poison order fails every time and is dead-lettered after 3 deliveries.
+ * The payload arrives as a validated {@link OrderDto}: a malformed order (published as-is by
+ * `POST /orders/unchecked`, or by another service) is dead-lettered at once as `rejected`.
  */
 @Injectable()
+@UseInterceptors(StreamLoggingInterceptor)
 export class OrdersHandler {
   private readonly logger = new Logger(OrdersHandler.name);
 
@@ -20,8 +25,11 @@ export class OrdersHandler {
   ) {}
 
   @StreamHandler(ORDERS_STREAM, 'billing', { maxDeliveries: 3, minIdleMs: 3000, blockMs: 2000 })
-  async charge(message: StreamMessage<Order>): Promise<void> {
-    const { id, attempts, payload } = message;
+  async charge(
+    @Payload(new ValidationPipe({ transform: true })) payload: OrderDto,
+    @Ctx() message: StreamMessage<OrderDto>,
+  ): Promise<void> {
+    const { id, attempts } = message;
     if (payload.poison) {
       throw new Error(`poison order ${id}: refused on every delivery (attempt ${attempts})`);
     }

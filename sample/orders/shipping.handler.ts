@@ -1,13 +1,15 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, UseInterceptors } from '@nestjs/common';
 // A real app imports these from 'nestjs-echo-stream'.
 import { StreamHandler, type StreamMessage } from '../../lib';
 import { ORDERS_STREAM, type Order } from './order';
+import { StreamLoggingInterceptor } from './stream-logging.interceptor';
 
 /**
  * Shipping: a second consumer group on the same stream (every group sees every entry), in batch
  * mode: one call per read, returning the messages to acknowledge.
  */
 @Injectable()
+@UseInterceptors(StreamLoggingInterceptor)
 export class ShippingHandler {
   private readonly logger = new Logger(ShippingHandler.name);
 

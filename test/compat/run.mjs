@@ -201,6 +201,7 @@ async function check(app, tarball) {
       consumer: 'compat',
       payload: { a: 1 },
       attempts: 1,
+      intercepted: true,
     };
     for (const [key, value] of Object.entries(expected)) {
       if (!isDeepStrictEqual(handled[key], value)) {

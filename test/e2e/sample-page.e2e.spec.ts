@@ -122,6 +122,27 @@ describe('sample app over HTTP', () => {
     }
     expect(await redis.xlen('orders')).toBe(before);
   });
+
+  it('a malformed order published as-is ends as a rejected dead letter with the failed rules', async () => {
+    const res = await fetch(`${base}/orders/unchecked`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ sku: '', qty: 'two' }),
+    });
+    expect(res.status).toBe(202);
+    const { entryId } = (await res.json()) as { entryId: string };
+    const view = await waitFor(
+      async () => {
+        const v = await stats();
+        return v.deadLetters.recent.some((d) => d.entryId === entryId) ? v : null;
+      },
+      { message: 'the malformed order shows as a dead letter in /stats' },
+    ).then((v) => v!);
+    const letter = view.deadLetters.recent.find((d) => d.entryId === entryId)!;
+    expect(letter).toMatchObject({ reason: 'rejected', group: 'billing', attempts: 1 });
+    expect(letter.error).toContain('sku must be longer than or equal to 1 characters');
+    expect(letter.error).toContain('qty must be an integer number');
+  });
 });
 
 describeWithChromium('sample live page in headless Chromium', () => {
@@ -177,6 +198,7 @@ describeWithChromium('sample live page in headless Chromium', () => {
     expect(await count('billing', 'pending')).toBe(0);
 
     // An undecodable entry from a foreign producer: dead-lettered at once, in both groups.
+    const dlqBefore = await count('billing', 'totalDlq');
     await redis.xadd('orders', '*', 'id', 'bad-1', 'data', '{not json');
     await waitFor(
       async () =>
@@ -184,7 +206,7 @@ describeWithChromium('sample live page in headless Chromium', () => {
         (await page.locator('#dead tbody td', { hasText: /^bad-1$/ }).count()) === 2,
       { message: 'the page shows the dead letter of bad-1 (both groups) and the DLQ length' },
     );
-    expect(await count('billing', 'totalDlq')).toBe(1);
+    expect(await count('billing', 'totalDlq')).toBe(dlqBefore + 1);
     expect(await page.locator('#dead tbody').textContent()).toContain('decode_error');
 
     // The page's own "Publish 20" button goes through POST /orders too.

@@ -4,11 +4,14 @@
 import { Injectable, Module } from '@nestjs/common';
 import {
   ConsumerStats,
+  Ctx,
   DeadLetter,
+  ECHO_STREAM_CONTEXT_TYPE,
   EchoStreamModule,
   PROMETHEUS_CONTENT_TYPE,
   StreamHandler,
   StreamProducer,
+  Payload,
   brandedIdTime,
   type ConsumerSnapshot,
   type DeadLetterMessage,
@@ -36,9 +39,14 @@ export class Billing {
     void qty;
   }
 
+  @StreamHandler('orders', 'audit')
+  audit(@Payload() order: Order, @Ctx() message: StreamMessage<Order>): string {
+    return `${message.entryId} ${order.sku} ${ECHO_STREAM_CONTEXT_TYPE}`;
+  }
+
   @DeadLetter('orders')
   onDead(letter: DeadLetterMessage): void {
-    const reason: 'decode_error' | 'max_deliveries' = letter.reason;
+    const reason: 'decode_error' | 'max_deliveries' | 'rejected' = letter.reason;
     void reason;
   }
 

@@ -6,22 +6,40 @@
  * own (no process.exit: an open handle left by app.close() would keep it alive).
  */
 import 'reflect-metadata';
-import { Injectable, Module } from '@nestjs/common';
+import { Injectable, Module, UseInterceptors } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { ConsumerStats, EchoStreamModule, StreamHandler } from 'nestjs-echo-stream';
+import { ConsumerStats, Ctx, EchoStreamModule, Payload, StreamHandler } from 'nestjs-echo-stream';
 
 let markHandled;
 const handled = new Promise((resolve) => (markHandled = resolve));
 
+// The Nest pipeline (SPEC §10) without class-validator or @opentelemetry/api installed: an
+// interceptor marks the call, @Payload() and @Ctx() inject the payload and the message.
+let intercepted = false;
+class MarkInterceptor {
+  intercept(context, next) {
+    intercepted = context.getType() === 'echo-stream';
+    return next.handle();
+  }
+}
+Injectable()(MarkInterceptor);
+
 class CompatHandler {
-  handle(message) {
-    const { id, entryId, stream, group, consumer, payload, attempts } = message;
+  handle(payload, message) {
+    const { id, entryId, stream, group, consumer, attempts } = message;
     console.log(
-      `handled ${JSON.stringify({ id, entryId, stream, group, consumer, payload, attempts })}`,
+      `handled ${JSON.stringify({ id, entryId, stream, group, consumer, payload, attempts, intercepted })}`,
     );
     markHandled();
   }
 }
+Payload()(CompatHandler.prototype, 'handle', 0);
+Ctx()(CompatHandler.prototype, 'handle', 1);
+UseInterceptors(MarkInterceptor)(
+  CompatHandler.prototype,
+  'handle',
+  Object.getOwnPropertyDescriptor(CompatHandler.prototype, 'handle'),
+);
 StreamHandler('compat-stream', 'compat', { blockMs: 1000 })(
   CompatHandler.prototype,
   'handle',
