@@ -8,6 +8,7 @@ import type {
   PublishReceipt,
 } from '../interfaces/publish.interface';
 import { brandedId } from './branded-id';
+import { publishWithin } from './publish-deadline';
 
 const PUBLISH_OPTION_NAMES: readonly string[] = ['maxLen', 'codec', 'id'];
 const PUBLISH_MANY_OPTION_NAMES: readonly string[] = ['maxLen', 'codec'];
@@ -34,6 +35,8 @@ export class StreamProducer {
    * @returns the branded id written and the entry id the server assigned.
    * @throws TypeError (as a rejection, nothing written) on a bad stream name, option or payload
    *   the codec cannot encode.
+   * @throws EchoStreamPublishError (as a rejection) when Redis is unreachable or does not answer
+   *   within `publishTimeoutMs`; its `written` says whether the entry may be in the stream.
    */
   async publish<T>(stream: string, payload: T, opts?: PublishOptions): Promise<PublishReceipt> {
     checkStream('publish', stream);
@@ -46,7 +49,13 @@ export class StreamProducer {
     }
     const id = given ?? brandedId();
     const fields = encodeEntry(codec, id, payload);
-    const entryId = await this.connections.client.add(stream, fields, maxLen);
+    const { client, publishTimeoutMs } = this.connections;
+    const entryId = await publishWithin(
+      client.link,
+      publishTimeoutMs,
+      { method: 'publish', stream, ids: [id] },
+      () => client.add(stream, fields, maxLen),
+    );
     return { id, entryId };
   }
 
@@ -56,6 +65,8 @@ export class StreamProducer {
    * when the server fails part-way, the entries before the failure stay written.
    * @returns one receipt per payload, in order (branded ids strictly increasing).
    * @throws TypeError (as a rejection, nothing written) on a bad stream name, option or payload.
+   * @throws EchoStreamPublishError (as a rejection) when Redis is unreachable or does not answer
+   *   within `publishTimeoutMs`.
    */
   async publishMany<T>(
     stream: string,
@@ -76,7 +87,13 @@ export class StreamProducer {
       fields: encodeEntry(codec, ids[i], payload),
       maxLen,
     }));
-    const entryIds = await this.connections.client.addMany(items);
+    const { client, publishTimeoutMs } = this.connections;
+    const entryIds = await publishWithin(
+      client.link,
+      publishTimeoutMs,
+      { method: 'publishMany', stream, ids },
+      () => client.addMany(items),
+    );
     return ids.map((id, i) => ({ id, entryId: entryIds[i] }));
   }
 }
