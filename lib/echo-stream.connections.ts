@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/commo
 import { errorText } from './codec/codecs';
 import { ECHO_STREAM_OPTIONS } from './echo-stream.constants';
 import type { ResolvedModuleOptions } from './echo-stream.options';
+import type { RedisLinkStatus } from './interfaces/redis-link-status.interface';
 import { OutageReporter } from './redis/outage-reporter';
 import { createConnection, type ConnectionPurpose } from './redis/redis-connection.factory';
 import { RedisStreamsClient, type RedisConnection } from './redis/streams-client';
@@ -29,6 +30,11 @@ export class EchoStreamConnections implements OnApplicationShutdown {
       this.outages.watch(this.sharedClient.link);
     }
     return this.sharedClient;
+  }
+
+  /** The state of the shared connection (opened on first use), with the cause while down. */
+  sharedLinkStatus(): RedisLinkStatus {
+    return this.client.link.status();
   }
 
   /** The `publishTimeoutMs` module option. */

@@ -60,10 +60,10 @@ const SYMPTOMS = [
  * and ioredis's symptoms of a down link (see {@link isLinkDownSymptom}) included.
  */
 export function classifyConnectionError(err: unknown): ConnectionFailure | undefined {
-  if (!(err instanceof Error)) return undefined;
+  if (!isErrorLike(err)) return undefined;
   // NOTE: ioredis wraps the last node's error when no cluster node answers
   const lastNodeError = (err as { lastNodeError?: unknown }).lastNodeError;
-  if (lastNodeError instanceof Error) return classifyConnectionError(lastNodeError);
+  if (isErrorLike(lastNodeError)) return classifyConnectionError(lastNodeError);
   const reason = reasonOf(err);
   return reason === undefined ? undefined : { reason, detail: maskCredentials(err.message) };
 }
@@ -95,7 +95,7 @@ function reasonOf(err: Error): RedisFailureReason | undefined {
  * last `error` event, not in this error.
  */
 export function isLinkDownSymptom(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
+  if (!isErrorLike(err)) return false;
   return (
     err.name === 'MaxRetriesPerRequestError' || SYMPTOMS.some((s) => err.message.startsWith(s))
   );
@@ -110,4 +110,17 @@ export function failureText(failure: ConnectionFailure): string {
 /** Hides `user:password@` of a URL that a driver text might quote. */
 export function maskCredentials(text: string): string {
   return text.replace(/(rediss?:\/\/)[^@\s/]*@/gi, '$1***@');
+}
+
+/**
+ * An Error by shape: socket errors are made in Node's realm, which is not the caller's under a
+ * test runner's vm sandbox, so `instanceof Error` can miss them.
+ */
+function isErrorLike(err: unknown): err is Error {
+  return (
+    typeof err === 'object' &&
+    err !== null &&
+    typeof (err as { message?: unknown }).message === 'string' &&
+    typeof (err as { name?: unknown }).name === 'string'
+  );
 }

@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import { EchoStreamConnectionError } from '../errors/echo-stream-connection.error';
+import type { RedisLinkStatus } from '../interfaces/redis-link-status.interface';
 import {
   classifyConnectionError,
   failureText,
@@ -8,7 +9,7 @@ import {
 } from './connection-failure';
 
 /** The state of one connection as a person should read it. */
-export type LinkState = 'connecting' | 'ready' | 'down' | 'ended';
+export type LinkState = RedisLinkStatus['state'];
 
 /** What a {@link ConnectionMonitor} tells its listeners. */
 export type LinkEvent = 'down' | 'up' | 'ended';
@@ -68,9 +69,18 @@ export class ConnectionMonitor {
     return this.failure;
   }
 
-  /** When the current outage began (ms since epoch); `null` while connected. */
-  get downSinceMs(): number | null {
-    return this.downSince;
+  /** A plain copy of the state, for stats and health. */
+  status(): RedisLinkStatus {
+    const state = this.state;
+    const down = state === 'down';
+    return {
+      address: this.address,
+      state,
+      everConnected: this.everReady,
+      error: down ? this.describe() : null,
+      reason: down ? (this.failure?.reason ?? 'closed') : null,
+      downSince: down ? this.downSince : null,
+    };
   }
 
   /** Calls `listener` on the first failure of an outage and each change of its reason, on recovery and at the end. */
