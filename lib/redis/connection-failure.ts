@@ -83,7 +83,10 @@ function reasonOf(err: Error): RedisFailureReason | undefined {
   }
   if (/\b(TLS|SSL)\b|certificate|wrong version number/i.test(message)) return 'tls';
   if (typeof code === 'string' && code in CODE_REASONS) return CODE_REASONS[code];
-  if (err.name === 'ParserError') return 'protocol';
+  // ioredis 5's parser says ParserError "Protocol error, got ..."; ioredis 6's "Unknown RESP type"
+  if (err.name === 'ParserError' || /^(Protocol error|Unknown RESP type)/.test(message)) {
+    return 'protocol';
+  }
   if (err.name === 'ClusterAllFailedError' || message.startsWith('Failed to refresh slots cache'))
     return 'other';
   return undefined;

@@ -8,6 +8,7 @@
  * Real `redis-server` processes; a TcpProxy blackholes or slows the app's link.
  */
 import 'reflect-metadata';
+import * as net from 'node:net';
 import { Injectable, Module, type INestApplication } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import {
@@ -240,6 +241,29 @@ describe('publish fails fast', () => {
     });
     expect(logs.lines.some((line) => line.includes(PASSWORD))).toBe(false);
     report('closed port', `publish ${one.ms} ms, publishMany ${many.ms} ms`);
+  });
+
+  it('TLS to a server that does not speak it: publish names the TLS failure', async () => {
+    // Invariant: a `rediss://` URL pointing at a plain server fails with reason 'tls', said once
+    // at start-up and on the publish error.
+    const plain = net.createServer((socket) => {
+      socket.on('error', () => undefined);
+      socket.on('data', () => socket.end('-ERR unknown command\r\n'));
+    });
+    await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
+    const { port } = plain.address() as net.AddressInfo;
+    try {
+      const { producer, logs } = await producerApp(`rediss://127.0.0.1:${port}`);
+      const { err, ms } = await rejection(() => producer.publish('orders', { n: 1 }));
+      expect(err).toBeInstanceOf(EchoStreamPublishError);
+      expect(err).toMatchObject({ reason: 'tls', address: `127.0.0.1:${port}`, written: false });
+      expect((err as Error).message).toContain('TLS failure');
+      expect(ms).toBeLessThan(PUBLISH_TIMEOUT_MS + UPPER_SLACK_MS);
+      expect(logs.matching(/^warn EchoStreamConnections: .*TLS failure/)).toHaveLength(1);
+    } finally {
+      for (const app of apps.splice(0)) await app.close();
+      await new Promise((resolve) => plain.close(resolve));
+    }
   });
 
   it('blackholed link: publish and publishMany reject after publishTimeoutMs, outcome unknown', async () => {
