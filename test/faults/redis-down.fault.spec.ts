@@ -8,7 +8,6 @@
  * Real `redis-server` processes; a TcpProxy blackholes or slows the app's link.
  */
 import 'reflect-metadata';
-import * as net from 'node:net';
 import { Injectable, Module, type INestApplication } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import {
@@ -21,6 +20,7 @@ import {
   StreamProducer,
   type StreamMessage,
 } from '../../lib';
+import { startPlainTextServer } from '../support/plain-text-server';
 import { freePort, RedisServer, stopAllRedisServers } from '../support/redis-server';
 import { TcpProxy } from '../support/tcp-proxy';
 import { sleep, waitFor } from '../support/wait-for';
@@ -199,6 +199,34 @@ describe('boot against a closed port, then Redis starts on it', () => {
     const redis = server.client();
     expect(await entriesWithId(redis, STREAM, receipt.id)).toHaveLength(1);
 
+    // a lost connection says "lost", not "never connected", and recovers the same way
+    await server.kill();
+    const lost = new RegExp(
+      `connection to Redis at ${address.replace(/\./g, '\\.')} lost: connection refused`,
+    );
+    await waitFor(() => lost.test(stats.get(STREAM, 'g')?.lastError ?? ''), {
+      timeoutMs: 5000,
+      message: 'the loop says the connection was lost',
+    });
+    expect(stats.get(STREAM, 'g')?.state).toBe('degraded');
+    await waitFor(() => logs.has(/^warn EchoStreamConnections: Connection to Redis at .* lost: /), {
+      timeoutMs: 5000,
+      message: 'the outage line',
+    });
+    expect(stats.connection()).toMatchObject({ state: 'down', everConnected: true });
+    const lostPublish = await rejection(() => producer.publish(STREAM, { n: 2 }));
+    expect(lostPublish.err).toMatchObject({ everConnected: true, written: false, address });
+    expect(lostPublish.err).toBeInstanceOf(EchoStreamPublishError);
+    await server.restart();
+    await waitFor(() => stats.get(STREAM, 'g')?.state === 'running', {
+      timeoutMs: 10_000,
+      message: 'the loop running after the restart',
+    });
+    await waitFor(() => logs.matching(/answers again/).length === 2, {
+      timeoutMs: 5000,
+      message: 'a second recovery line',
+    });
+
     // never the password, anywhere
     expect(logs.lines.some((line) => line.includes(PASSWORD))).toBe(false);
     expect((err as Error).message).not.toContain(PASSWORD);
@@ -246,12 +274,8 @@ describe('publish fails fast', () => {
   it('TLS to a server that does not speak it: publish names the TLS failure', async () => {
     // Invariant: a `rediss://` URL pointing at a plain server fails with reason 'tls', said once
     // at start-up and on the publish error.
-    const plain = net.createServer((socket) => {
-      socket.on('error', () => undefined);
-      socket.on('data', () => socket.end('-ERR unknown command\r\n'));
-    });
-    await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
-    const { port } = plain.address() as net.AddressInfo;
+    const plain = await startPlainTextServer();
+    const { port } = plain;
     try {
       const { producer, logs } = await producerApp(`rediss://127.0.0.1:${port}`);
       const { err, ms } = await rejection(() => producer.publish('orders', { n: 1 }));
@@ -262,7 +286,7 @@ describe('publish fails fast', () => {
       expect(logs.matching(/^warn EchoStreamConnections: .*TLS failure/)).toHaveLength(1);
     } finally {
       for (const app of apps.splice(0)) await app.close();
-      await new Promise((resolve) => plain.close(resolve));
+      await plain.close();
     }
   });
 

@@ -13,6 +13,7 @@ import {
   isLinkDownSymptom,
   maskCredentials,
 } from '../../lib/redis/connection-failure';
+import { startPlainTextServer } from '../support/plain-text-server';
 import { freePort } from '../support/redis-server';
 
 function named(name: string, message: string, code?: string): Error {
@@ -44,18 +45,12 @@ describe('classifyConnectionError', () => {
   });
 
   it('a TLS client facing a plain server is a TLS failure', async () => {
-    // answers the ClientHello the way a plain Redis answers garbage
-    const server = net.createServer((socket) => {
-      socket.on('error', () => undefined);
-      socket.on('data', () => socket.end('-ERR this is not TLS\r\n'));
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as net.AddressInfo;
+    const { port, close } = await startPlainTextServer();
     try {
       const err = await socketError(() => tls.connect({ host: '127.0.0.1', port }));
       expect(classifyConnectionError(err)?.reason).toBe('tls');
     } finally {
-      await new Promise((resolve) => server.close(resolve));
+      await close();
     }
   });
 
