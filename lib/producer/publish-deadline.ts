@@ -3,6 +3,9 @@ import { EchoStreamPublishError } from '../errors/echo-stream-publish.error';
 import type { ConnectionMonitor } from '../redis/connection-monitor';
 import { RedisDeadlineError } from '../redis/streams-client';
 
+/** What the publish timer rejects with; the link stays as it is (the reply may just be slow). */
+const NO_REPLY = Symbol('no reply within publishTimeoutMs');
+
 /** One publish call, for its error. */
 export interface PublishCall {
   /** `'publish'` or `'publishMany'`. */
@@ -30,7 +33,7 @@ export async function publishWithin<T>(
   send: () => Promise<T>,
 ): Promise<T> {
   const startedAt = Date.now();
-  if (link) {
+  if (link && link.state !== 'ready') {
     try {
       await link.whenReady(timeoutMs, 'XADD');
     } catch (err) {
@@ -41,12 +44,16 @@ export async function publishWithin<T>(
   const sent = send();
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new RedisDeadlineError('XADD', timeoutMs)), left);
+    timer = setTimeout(() => reject(NO_REPLY), left);
   });
   try {
     return await Promise.race([sent, expired]);
   } catch (err) {
-    if (err instanceof EchoStreamConnectionError || err instanceof RedisDeadlineError) {
+    if (
+      err === NO_REPLY ||
+      err instanceof EchoStreamConnectionError ||
+      err instanceof RedisDeadlineError
+    ) {
       throw publishError(call, timeoutMs, 'unknown', err, link);
     }
     throw err;
@@ -65,7 +72,7 @@ function publishError(
   link: ConnectionMonitor | undefined,
 ): EchoStreamPublishError {
   const where = `StreamProducer.${call.method}() to '${call.stream}'`;
-  const ids = call.ids.length === 1 ? `id ${call.ids[0]}` : `ids ${call.ids.join(', ')}`;
+  const ids = idsText(call.ids);
   if (err instanceof EchoStreamConnectionError) {
     const outcome =
       written === false
@@ -87,16 +94,23 @@ function publishError(
       address,
       everConnected: link?.everConnected ?? true,
       command: 'XADD',
-      detail: err instanceof Error ? err.message : String(err),
+      detail: err instanceof Error ? err.message : `XADD got no reply within ${timeoutMs} ms`,
       ...call,
       written,
       timeoutMs,
     },
-    err,
+    err === NO_REPLY ? undefined : err,
   );
 }
 
 function fieldsOf(err: EchoStreamConnectionError) {
   const { reason, address, everConnected, command, detail } = err;
   return { reason, address, everConnected, command, detail };
+}
+
+/** `id a`, `ids a, b, c`, or for a long batch `500 ids, a ... z`. */
+function idsText(ids: readonly string[]): string {
+  if (ids.length === 1) return `id ${ids[0]}`;
+  if (ids.length <= 3) return `ids ${ids.join(', ')}`;
+  return `${ids.length} ids, ${ids[0]} ... ${ids[ids.length - 1]}`;
 }
