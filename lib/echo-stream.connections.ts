@@ -3,6 +3,7 @@ import { errorText } from './codec/codecs';
 import { ECHO_STREAM_OPTIONS } from './echo-stream.constants';
 import type { ResolvedModuleOptions } from './echo-stream.options';
 import type { RedisLinkStatus } from './interfaces/redis-link-status.interface';
+import type { ConnectionMonitor } from './redis/connection-monitor';
 import { OutageReporter } from './redis/outage-reporter';
 import { createConnection, type ConnectionPurpose } from './redis/redis-connection.factory';
 import { RedisStreamsClient, type RedisConnection } from './redis/streams-client';
@@ -16,6 +17,8 @@ export class EchoStreamConnections implements OnApplicationShutdown {
   private readonly logger = new Logger(EchoStreamConnections.name);
   private sharedConnection: RedisConnection | undefined;
   private sharedClient: RedisStreamsClient | undefined;
+  /** The shared connection's monitor, kept after shutdown so a late status call opens nothing. */
+  private sharedLink: ConnectionMonitor | undefined;
   private readonly outages: OutageReporter;
 
   constructor(@Inject(ECHO_STREAM_OPTIONS) private readonly options: ResolvedModuleOptions) {
@@ -27,14 +30,15 @@ export class EchoStreamConnections implements OnApplicationShutdown {
     if (!this.sharedClient) {
       this.sharedConnection = this.open('shared');
       this.sharedClient = new RedisStreamsClient(this.sharedConnection);
-      this.outages.watch(this.sharedClient.link);
+      this.sharedLink = this.sharedClient.link;
+      this.outages.watch(this.sharedLink);
     }
     return this.sharedClient;
   }
 
   /** The state of the shared connection (opened on first use), with the cause while down. */
   sharedLinkStatus(): RedisLinkStatus {
-    return this.client.link.status();
+    return (this.sharedLink ?? this.client.link).status();
   }
 
   /** The `publishTimeoutMs` module option. */
