@@ -63,7 +63,9 @@ export function classifyConnectionError(err: unknown): ConnectionFailure | undef
   if (!isErrorLike(err)) return undefined;
   // NOTE: ioredis wraps the last node's error when no cluster node answers
   const lastNodeError = (err as { lastNodeError?: unknown }).lastNodeError;
-  if (isErrorLike(lastNodeError)) return classifyConnectionError(lastNodeError);
+  const fromNode = isErrorLike(lastNodeError) ? classifyConnectionError(lastNodeError) : undefined;
+  // NOTE: ioredis's Cluster does not pass on the node's socket error ("Connection is closed.")
+  if (fromNode) return fromNode;
   const reason = reasonOf(err);
   return reason === undefined ? undefined : { reason, detail: maskCredentials(err.message) };
 }

@@ -100,6 +100,15 @@ describe('classifyConnectionError', () => {
       'ECONNREFUSED',
     );
     expect(classifyConnectionError(err)?.reason).toBe('refused');
+    // ioredis's Cluster often passes on only the symptom: the cluster's own text is kept
+    (err as Error & { lastNodeError: Error }).lastNodeError = named(
+      'Error',
+      'Connection is closed.',
+    );
+    expect(classifyConnectionError(err)).toEqual({
+      reason: 'other',
+      detail: 'Failed to refresh slots cache.',
+    });
   });
 
   it('an error from another realm (a plain object with name and message) is still read', () => {
