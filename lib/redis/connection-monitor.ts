@@ -28,6 +28,8 @@ export class ConnectionMonitor {
   /** Cluster: the node that failed last. */
   private failedNode: string | undefined;
   private readonly listeners = new Set<(event: LinkEvent) => void>();
+  /** Callers of `whenReady()` waiting now: told on 'ready' (true) or 'end' (false). */
+  private readonly waiters = new Set<(ready: boolean) => void>();
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -44,6 +46,7 @@ export class ConnectionMonitor {
     });
     redis.on('end', () => {
       this.ended = true;
+      for (const waiter of [...this.waiters]) waiter(false);
       this.emit('ended');
     });
   }
@@ -149,25 +152,24 @@ export class ConnectionMonitor {
     if (this.state === 'ended') return Promise.reject(this.unavailable(command));
     // NOTE: with `lazyConnect` nothing connects until asked
     if (this.redis.status === 'wait') this.redis.connect().catch(() => undefined);
+    // one waiter per caller in a set of our own (not a listener each on the connection: many
+    // callers at once would trip Node's max-listeners warning); each leaves after `timeoutMs`
     return new Promise<void>((resolve, reject) => {
-      const done = (err?: Error): void => {
+      const done = (ready: boolean, failure?: ConnectionFailure): void => {
         clearTimeout(timer);
-        this.redis.off('ready', onReady);
-        this.redis.off('end', onEnd);
-        if (err) reject(err);
-        else resolve();
+        this.waiters.delete(done);
+        if (ready) resolve();
+        else reject(this.unavailable(command, failure));
       };
-      const onReady = (): void => done();
-      const onEnd = (): void => done(this.unavailable(command));
-      const timer = setTimeout(() => {
-        const failure = this.failure ?? {
-          reason: 'timeout' as const,
-          detail: `no connection within ${timeoutMs} ms`,
-        };
-        done(this.unavailable(command, failure));
-      }, timeoutMs);
-      this.redis.on('ready', onReady);
-      this.redis.on('end', onEnd);
+      const timer = setTimeout(
+        () =>
+          done(
+            false,
+            this.failure ?? { reason: 'timeout', detail: `no connection within ${timeoutMs} ms` },
+          ),
+        timeoutMs,
+      );
+      this.waiters.add(done);
     });
   }
 
@@ -194,6 +196,7 @@ export class ConnectionMonitor {
     this.failure = null;
     this.downSince = null;
     this.failedNode = undefined;
+    for (const waiter of [...this.waiters]) waiter(true);
     if (wasDown) this.emit('up');
   }
 

@@ -20,6 +20,7 @@ import {
   StreamProducer,
   type StreamMessage,
 } from '../../lib';
+import { EchoStreamConnections } from '../../lib/echo-stream.connections';
 import { startPlainTextServer } from '../support/plain-text-server';
 import { freePort, RedisServer, stopAllRedisServers } from '../support/redis-server';
 import { TcpProxy } from '../support/tcp-proxy';
@@ -264,6 +265,20 @@ describe('publish fails fast', () => {
       expect(ms).toBeLessThan(PUBLISH_TIMEOUT_MS + UPPER_SLACK_MS);
     }
     expect((many.err as EchoStreamPublishError).ids).toHaveLength(2);
+
+    // a crowd of callers waits without a listener each on the connection, and leaves in time
+    const startedAt = Date.now();
+    const crowd = Array.from({ length: 50 }, (_, n) =>
+      producer.publish('orders', { n }).then(
+        () => 'written',
+        (err: unknown) => (err as EchoStreamPublishError).written,
+      ),
+    );
+    const connection = app.get(EchoStreamConnections).client.connection;
+    expect(connection.listenerCount('ready')).toBeLessThan(10);
+    expect(await Promise.all(crowd)).toEqual(new Array(50).fill(false));
+    expect(Date.now() - startedAt).toBeLessThan(PUBLISH_TIMEOUT_MS + UPPER_SLACK_MS);
+
     await expect(app.get(EchoStreamHealthIndicator).isHealthy()).rejects.toMatchObject({
       causes: { 'echo-stream': { status: 'down', redis: { reason: 'refused', address } } },
     });
