@@ -67,7 +67,15 @@ export function classifyConnectionError(err: unknown): ConnectionFailure | undef
   // NOTE: ioredis's Cluster does not pass on the node's socket error ("Connection is closed.")
   if (fromNode) return fromNode;
   const reason = reasonOf(err);
-  return reason === undefined ? undefined : { reason, detail: maskCredentials(err.message) };
+  return reason === undefined ? undefined : { reason, detail: detailOf(err) };
+}
+
+/** The driver's text on one line; OpenSSL's long form cut to its reason and code. */
+function detailOf(err: Error): string {
+  const code = (err as { code?: unknown }).code;
+  const openssl = /SSL routines:[^:]*:([^:]+)/.exec(err.message);
+  if (openssl) return `${openssl[1].trim()}${typeof code === 'string' ? `, ${code}` : ''}`;
+  return maskCredentials(err.message.replace(/\s+/g, ' ').trim());
 }
 
 function reasonOf(err: Error): RedisFailureReason | undefined {
