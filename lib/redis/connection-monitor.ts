@@ -56,6 +56,10 @@ export class ConnectionMonitor {
     return addressOf(this.redis, this.failedNode);
   }
 
+  /**
+   * `ready`; `down` after a failed attempt or a lost link, until it is back; `connecting` before
+   * the first answer or failure; `ended` once closed for good.
+   */
   get state(): LinkState {
     if (this.ended || this.redis.status === 'end') return 'ended';
     if (this.redis.status === 'ready') return 'ready';
@@ -86,7 +90,10 @@ export class ConnectionMonitor {
     };
   }
 
-  /** Calls `listener` on the first failure of an outage and each change of its reason, on recovery and at the end. */
+  /**
+   * Calls `listener` on the first failure of an outage and each change of its reason (`down`), on
+   * recovery (`up`) and when the connection is closed for good (`ended`).
+   */
   onChange(listener: (event: LinkEvent) => void): void {
     this.listeners.add(listener);
   }
