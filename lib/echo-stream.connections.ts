@@ -2,6 +2,9 @@ import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/commo
 import { errorText } from './codec/codecs';
 import { ECHO_STREAM_OPTIONS } from './echo-stream.constants';
 import type { ResolvedModuleOptions } from './echo-stream.options';
+import type { RedisLinkStatus } from './interfaces/redis-link-status.interface';
+import type { ConnectionMonitor } from './redis/connection-monitor';
+import { OutageReporter } from './redis/outage-reporter';
 import { createConnection, type ConnectionPurpose } from './redis/redis-connection.factory';
 import { RedisStreamsClient, type RedisConnection } from './redis/streams-client';
 
@@ -14,23 +17,41 @@ export class EchoStreamConnections implements OnApplicationShutdown {
   private readonly logger = new Logger(EchoStreamConnections.name);
   private sharedConnection: RedisConnection | undefined;
   private sharedClient: RedisStreamsClient | undefined;
-  private lastErrorLog = 0;
+  /** The shared connection's monitor, kept after shutdown so a late status call opens nothing. */
+  private sharedLink: ConnectionMonitor | undefined;
+  private readonly outages: OutageReporter;
 
-  constructor(@Inject(ECHO_STREAM_OPTIONS) private readonly options: ResolvedModuleOptions) {}
+  constructor(@Inject(ECHO_STREAM_OPTIONS) private readonly options: ResolvedModuleOptions) {
+    this.outages = new OutageReporter(this.logger, options.publishTimeoutMs);
+  }
 
   /** The shared client (opened on first use). */
   get client(): RedisStreamsClient {
     if (!this.sharedClient) {
       this.sharedConnection = this.open('shared');
       this.sharedClient = new RedisStreamsClient(this.sharedConnection);
+      this.sharedLink = this.sharedClient.link;
+      this.outages.watch(this.sharedLink);
     }
     return this.sharedClient;
+  }
+
+  /** The state of the shared connection (opened on first use), with the cause while down. */
+  sharedLinkStatus(): RedisLinkStatus {
+    return (this.sharedLink ?? this.client.link).status();
+  }
+
+  /** The `publishTimeoutMs` module option. */
+  get publishTimeoutMs(): number {
+    return this.options.publishTimeoutMs;
   }
 
   /** A client on a new connection of its own, for one consumer loop; the loop closes it. */
   createLoopClient(): RedisStreamsClient {
     const control = this.client.connection;
-    return new RedisStreamsClient(this.open('loop'), control);
+    const client = new RedisStreamsClient(this.open('loop'), control);
+    this.outages.watch(client.link);
+    return client;
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -39,12 +60,9 @@ export class EchoStreamConnections implements OnApplicationShutdown {
   }
 
   private open(purpose: ConnectionPurpose): RedisConnection {
+    // the outage reporter says why Redis is unreachable, the loops say what they retry
     return createConnection(this.options, purpose, (err) => {
-      // one line per 5 s at most: the loops log their own failures with stream/group context
-      const now = Date.now();
-      if (now - this.lastErrorLog < 5000) return;
-      this.lastErrorLog = now;
-      this.logger.warn(`Redis connection (${purpose}): ${errorText(err)}`);
+      this.logger.debug(`Redis connection (${purpose}): ${errorText(err)}`);
     });
   }
 }

@@ -18,6 +18,7 @@ export interface ResolvedModuleOptions {
   defaults: Partial<StreamHandlerOptions>;
   shutdownTimeoutMs: number;
   autoStart: boolean;
+  publishTimeoutMs: number;
 }
 
 /** The documented defaults of SPEC §1. */
@@ -25,6 +26,7 @@ export const MODULE_DEFAULTS = {
   connection: 'redis://127.0.0.1:6379',
   shutdownTimeoutMs: 10_000,
   autoStart: true,
+  publishTimeoutMs: 2000,
 } as const;
 
 /** The documented handler defaults of SPEC §2 (`claimIntervalMs` and `deadLetterStream` derive). */
@@ -61,6 +63,7 @@ const MODULE_OPTION_NAMES: ReadonlyArray<keyof EchoStreamModuleOptions> = [
   'defaults',
   'shutdownTimeoutMs',
   'autoStart',
+  'publishTimeoutMs',
 ];
 
 /** Module options -> resolved options; the one place module defaults are merged. */
@@ -100,6 +103,8 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
   if (typeof autoStart !== 'boolean') {
     throw new EchoStreamConfigError(messages.badOption(where, 'autoStart', 'a boolean', autoStart));
   }
+  const publishTimeoutMs = options.publishTimeoutMs ?? MODULE_DEFAULTS.publishTimeoutMs;
+  checkInteger(where, 'publishTimeoutMs', publishTimeoutMs, 1);
   const defaults = options.defaults ?? {};
   checkHandlerOptions(`${where} defaults`, defaults);
   return {
@@ -109,6 +114,7 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
     defaults,
     shutdownTimeoutMs,
     autoStart,
+    publishTimeoutMs,
   };
 }
 

@@ -12,6 +12,15 @@ export { EchoStreamHealthIndicator } from './stats/echo-stream-health.indicator'
 export { EchoStreamAdmin } from './admin/echo-stream-admin.service';
 export { EchoStreamConfigError } from './errors/echo-stream-config.error';
 export { EchoStreamHealthError } from './errors/echo-stream-health.error';
+export {
+  EchoStreamConnectionError,
+  type ConnectionErrorFields,
+  type RedisFailureReason,
+} from './errors/echo-stream-connection.error';
+export {
+  EchoStreamPublishError,
+  type PublishErrorFields,
+} from './errors/echo-stream-publish.error';
 export { PROMETHEUS_CONTENT_TYPE } from './stats/prometheus';
 export { DecodeError, jsonCodec, fieldsCodec } from './codec/codecs';
 export * from './interfaces';

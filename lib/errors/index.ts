@@ -1,2 +1,4 @@
 export * from './echo-stream-config.error';
 export * from './echo-stream-health.error';
+export * from './echo-stream-connection.error';
+export * from './echo-stream-publish.error';

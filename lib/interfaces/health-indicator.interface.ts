@@ -1,4 +1,5 @@
 import type { ConsumerState } from './consumer-snapshot.interface';
+import type { RedisLinkStatus } from './redis-link-status.interface';
 
 // NOTE: type aliases, not interfaces: only object literal types are assignable to
 // @nestjs/terminus's `HealthIndicatorResult` (an index signature), interfaces are not.
@@ -18,6 +19,8 @@ export type EchoStreamHealthConsumer = {
 export type EchoStreamHealthDetails = {
   status: 'up' | 'down';
   consumers: EchoStreamHealthConsumer[];
+  /** The shared Redis connection, present while it is down (with the cause). */
+  redis?: RedisLinkStatus;
 };
 
 /** `{ [key]: details }`: the shape of @nestjs/terminus's `HealthIndicatorResult`. */

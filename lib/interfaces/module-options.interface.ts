@@ -34,4 +34,13 @@ export interface EchoStreamModuleOptions {
    * @default true
    */
   autoStart?: boolean;
+  /**
+   * How long (ms) `StreamProducer.publish()` / `publishMany()` may take in all while Redis is
+   * unreachable or slow: waiting for a connection (nothing is queued meanwhile) plus waiting for
+   * the reply. Past it the call rejects with `EchoStreamPublishError`; the write is never sent
+   * twice by the package.
+   * @default 2000
+   * @see README "When Redis is down"
+   */
+  publishTimeoutMs?: number;
 }

@@ -10,6 +10,7 @@ import type {
 import { loadOtel } from '../tracing/otel-api';
 import { ProducerTracing } from '../tracing/producer-tracing';
 import { brandedId } from './branded-id';
+import { publishWithin } from './publish-deadline';
 
 const PUBLISH_OPTION_NAMES: readonly string[] = ['maxLen', 'codec', 'id'];
 const PUBLISH_MANY_OPTION_NAMES: readonly string[] = ['maxLen', 'codec'];
@@ -42,6 +43,8 @@ export class StreamProducer {
    * @returns the branded id written and the entry id the server assigned.
    * @throws TypeError (as a rejection, nothing written) on a bad stream name, option or payload
    *   the codec cannot encode.
+   * @throws EchoStreamPublishError (as a rejection) when Redis is unreachable or does not answer
+   *   within `publishTimeoutMs`; its `written` says whether the entry may be in the stream.
    */
   async publish<T>(stream: string, payload: T, opts?: PublishOptions): Promise<PublishReceipt> {
     checkStream('publish', stream);
@@ -54,14 +57,15 @@ export class StreamProducer {
     }
     const id = given ?? brandedId();
     const fields = encodeEntry(codec, id, payload);
-    if (!this.tracing) {
-      const entryId = await this.connections.client.add(stream, fields, maxLen);
-      return { id, entryId };
-    }
-    const [receipt] = await this.tracing.send(stream, 1, async (trace) => {
-      const entryId = await this.connections.client.add(stream, fields.concat(trace), maxLen);
-      return [{ id, entryId }];
-    });
+    const { client, publishTimeoutMs } = this.connections;
+    const write = (extra: readonly string[]): Promise<string> =>
+      publishWithin(client.link, publishTimeoutMs, { method: 'publish', stream, ids: [id] }, () =>
+        client.add(stream, extra.length > 0 ? fields.concat(extra) : fields, maxLen),
+      );
+    if (!this.tracing) return { id, entryId: await write([]) };
+    const [receipt] = await this.tracing.send(stream, 1, async (trace) => [
+      { id, entryId: await write(trace) },
+    ]);
     return receipt;
   }
 
@@ -71,6 +75,8 @@ export class StreamProducer {
    * when the server fails part-way, the entries before the failure stay written.
    * @returns one receipt per payload, in order (branded ids strictly increasing).
    * @throws TypeError (as a rejection, nothing written) on a bad stream name, option or payload.
+   * @throws EchoStreamPublishError (as a rejection) when Redis is unreachable or does not answer
+   *   within `publishTimeoutMs`.
    */
   async publishMany<T>(
     stream: string,
@@ -87,13 +93,19 @@ export class StreamProducer {
     if (payloads.length === 0) return [];
     const ids = payloads.map(() => brandedId());
     const encoded = payloads.map((payload, i) => encodeEntry(codec, ids[i], payload));
+    const { client, publishTimeoutMs } = this.connections;
     const write = async (trace: readonly string[]): Promise<PublishReceipt[]> => {
       const items = encoded.map((fields) => ({
         stream,
         fields: trace.length > 0 ? fields.concat(trace) : fields,
         maxLen,
       }));
-      const entryIds = await this.connections.client.addMany(items);
+      const entryIds = await publishWithin(
+        client.link,
+        publishTimeoutMs,
+        { method: 'publishMany', stream, ids },
+        () => client.addMany(items),
+      );
       return ids.map((id, i) => ({ id, entryId: entryIds[i] }));
     };
     return this.tracing ? this.tracing.send(stream, payloads.length, write) : write([]);

@@ -14,15 +14,19 @@ export interface ConnectionTarget {
 /**
  * Opens an ioredis connection. A loop's connection fails commands at once when the link is down
  * (`maxRetriesPerRequest: 0`), so the loop's own backoff paces retries instead of a hidden queue;
- * ioredis still reconnects underneath.
+ * ioredis still reconnects underneath. The shared connection (producer, admin, stats) does the
+ * same and never re-sends a command whose reply was lost (`autoResendUnfulfilledCommands: false`):
+ * an XADD that may have been written is reported to its caller, not written a second time.
  */
 export function createConnection(
   target: ConnectionTarget,
   purpose: ConnectionPurpose,
   onError: (err: Error) => void,
 ): RedisConnection {
-  const loopOverrides: RedisOptions =
-    purpose === 'loop' ? { maxRetriesPerRequest: 0, enableAutoPipelining: false } : {};
+  const overrides: RedisOptions =
+    purpose === 'loop'
+      ? { maxRetriesPerRequest: 0, enableAutoPipelining: false }
+      : { maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false };
   const connectionName = `echo-stream-${purpose}`;
   let redis: RedisConnection;
   if (target.cluster) {
@@ -32,7 +36,7 @@ export function createConnection(
       enableAutoPipelining: false,
       // PEL and stream reads decide what is acked (a replica may lag): always ask the masters
       scaleReads: 'master',
-      redisOptions: { connectionName, ...options.redisOptions, ...loopOverrides },
+      redisOptions: { connectionName, ...options.redisOptions, ...overrides },
       // As `maxRetriesPerRequest: 0` on one node: no hidden retry loop on CLUSTERDOWN or a lost
       // node (100 ms x maxRedirections, longer than a short read's deadline); the loop's backoff
       // paces retries and its state says `degraded`. MOVED / ASK are still followed at once.
@@ -41,9 +45,9 @@ export function createConnection(
         : {}),
     });
   } else if (typeof target.connection === 'string') {
-    redis = new Redis(target.connection, { connectionName, ...loopOverrides });
+    redis = new Redis(target.connection, { connectionName, ...overrides });
   } else {
-    redis = new Redis({ connectionName, ...target.connection, ...loopOverrides });
+    redis = new Redis({ connectionName, ...target.connection, ...overrides });
   }
   // ioredis emits 'error' on every failed reconnect; unhandled, Node would print each one.
   redis.on('error', onError);

@@ -1,4 +1,5 @@
 import { Command, type Cluster, type Redis } from 'ioredis';
+import { ConnectionMonitor } from './connection-monitor';
 
 /** An ioredis connection: a single node or a cluster. */
 export type RedisConnection = Redis | Cluster;
@@ -131,6 +132,8 @@ export interface StreamsClient {
   config(parameter: string): Promise<string | null>;
   /** Calls `listener` each time the connection is (re)established and ready. */
   onReconnect?(listener: () => void): void;
+  /** Why the connection is down, if it is; lets a caller wait for it instead of queueing. */
+  readonly link?: ConnectionMonitor;
   close(): Promise<void>;
 }
 
@@ -209,6 +212,8 @@ export class RedisStreamsClient implements StreamsClient {
   /** Cluster: the node connection the parked read was sent on (the master of its slot). */
   private parkedNode: Redis | undefined;
   private parked = false;
+  /** Why the connection is down, if it is: command errors name the cause and the address. */
+  readonly link: ConnectionMonitor;
 
   /**
    * @param redis the connection; this client owns it and closes it in `close()`.
@@ -222,6 +227,7 @@ export class RedisStreamsClient implements StreamsClient {
   ) {
     // The id a CLIENT UNBLOCK needs changes with every reconnect.
     redis.on('close', () => (this.connectionId = undefined));
+    this.link = new ConnectionMonitor(redis);
   }
 
   onReconnect(listener: () => void): void {
@@ -451,9 +457,12 @@ export class RedisStreamsClient implements StreamsClient {
       const [command, ...args] = addArgs(item.stream, item.fields, item.maxLen);
       pipeline.call(String(command), ...args);
     }
-    const results = (await pipeline.exec()) ?? [];
+    const results =
+      (await pipeline.exec().catch((err: unknown) => {
+        throw this.link.explain(err, 'XADD');
+      })) ?? [];
     return results.map(([err, id]) => {
-      if (err) throw err;
+      if (err) throw this.link.explain(err, 'XADD');
       return String(id);
     });
   }
@@ -596,21 +605,16 @@ export class RedisStreamsClient implements StreamsClient {
   ): Promise<unknown> {
     const [command, ...rest] = args;
     const pending = this.redis.call(String(command), ...rest).catch((err: unknown) => {
-      throw clarify(err, String(command));
+      throw this.link.explain(err, String(command));
     });
-    return withDeadline(pending, deadlineMs, String(command), () => this.redis.disconnect(true));
+    return withDeadline(pending, deadlineMs, String(command), () => {
+      this.link.noteFailure({
+        reason: 'timeout',
+        detail: `${String(command)} got no reply within ${deadlineMs} ms`,
+      });
+      this.redis.disconnect(true);
+    });
   }
-}
-
-/**
- * ioredis reports a command failed by a dropped link as "Reached the max retries per request
- * limit (which is 0)": say what happened instead.
- */
-function clarify(err: unknown, command: string): unknown {
-  if (err instanceof Error && err.name === 'MaxRetriesPerRequestError') {
-    return new Error(`connection to Redis lost during ${command} (it is being re-established)`);
-  }
-  return err;
 }
 
 function withDeadline<T>(

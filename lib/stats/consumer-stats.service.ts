@@ -3,6 +3,7 @@ import { errorText } from '../codec/codecs';
 import { EchoStreamConnections } from '../echo-stream.connections';
 import { ConsumerRegistry } from '../echo-stream.registry';
 import type { ConsumerSnapshot, GroupInspection } from '../interfaces/consumer-snapshot.interface';
+import type { RedisLinkStatus } from '../interfaces/redis-link-status.interface';
 import { entryIdMs } from '../redis/entry-id';
 import { groupKey, renderPrometheus } from './prometheus';
 
@@ -35,6 +36,16 @@ export class ConsumerStats {
   /** The snapshot of the loop consuming `stream` as `group`, if this app runs one. */
   get(stream: string, group: string): ConsumerSnapshot | undefined {
     return this.registry.find(stream, group)?.snapshot();
+  }
+
+  /**
+   * The app's shared Redis connection (the producer's): `state` (`'down'` after a failed attempt
+   * or a lost link, until it is back), `address`, and while down `error` (a line naming the cause:
+   * refused, unknown host, timeout, auth, TLS ...) and `reason`. The loops' own connections show
+   * theirs in `snapshot()[i].lastError` and `state: 'degraded'`.
+   */
+  connection(): RedisLinkStatus {
+    return this.connections.sharedLinkStatus();
   }
 
   /**

@@ -1,4 +1,5 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
+import { EchoStreamConnections } from '../echo-stream.connections';
 import { ConsumerRegistry } from '../echo-stream.registry';
 import { EchoStreamHealthError } from '../errors/echo-stream-health.error';
 import type {
@@ -8,7 +9,9 @@ import type {
 
 /**
  * A health indicator for @nestjs/terminus (an optional peer; this class does not import it):
- * healthy when every handler loop is `running` (no loops at all is healthy).
+ * healthy when every handler loop is `running` (no loops at all is healthy) and the shared Redis
+ * connection (the producer's) is not down. While it is down the details carry `redis` (address,
+ * cause) and each loop's `lastError` names the cause too.
  *
  * ```ts
  * @Controller('health')
@@ -27,14 +30,17 @@ import type {
  */
 @Injectable()
 export class EchoStreamHealthIndicator {
-  constructor(private readonly registry: ConsumerRegistry) {}
+  constructor(
+    private readonly registry: ConsumerRegistry,
+    @Optional() private readonly connections?: EchoStreamConnections,
+  ) {}
 
   /**
    * Resolves `{ [key]: { status: 'up', consumers } }` (terminus's `HealthIndicatorResult`) when
    * every loop is `running`.
    * @param key the name of this indicator in the health report.
-   * @throws EchoStreamHealthError (as a rejection) when a loop is not `running`; its `causes` is
-   *   `{ [key]: { status: 'down', consumers } }`.
+   * @throws EchoStreamHealthError (as a rejection) when a loop is not `running` or the shared
+   *   connection is down; its `causes` is `{ [key]: { status: 'down', consumers, redis? } }`.
    */
   async isHealthy(key = 'echo-stream'): Promise<EchoStreamHealthResult> {
     const consumers: EchoStreamHealthConsumer[] = this.registry.list().map((loop) => {
@@ -42,14 +48,18 @@ export class EchoStreamHealthIndicator {
       return { stream, group, consumer, handler, state, lastError };
     });
     const down = consumers.filter((c) => c.state !== 'running');
-    if (down.length === 0) return { [key]: { status: 'up', consumers } };
-    const causes: EchoStreamHealthResult = { [key]: { status: 'down', consumers } };
+    const redis = this.connections?.sharedLinkStatus();
+    const redisDown = redis?.state === 'down';
+    if (down.length === 0 && !redisDown) return { [key]: { status: 'up', consumers } };
+    const causes: EchoStreamHealthResult = {
+      [key]: { status: 'down', consumers, ...(redisDown ? { redis } : {}) },
+    };
     const which = down
       .map((c) => `${c.stream}/${c.group} ${c.state}${c.lastError ? ` (${c.lastError})` : ''}`)
       .join('; ');
-    throw new EchoStreamHealthError(
-      `${down.length} of ${consumers.length} echo-stream loop(s) not running: ${which}`,
-      causes,
-    );
+    const lines = redisDown ? [`Redis: ${redis.error}`] : [];
+    if (down.length > 0)
+      lines.push(`${down.length} of ${consumers.length} echo-stream loop(s) not running: ${which}`);
+    throw new EchoStreamHealthError(lines.join('; '), causes);
   }
 }

@@ -26,7 +26,7 @@ import type {
 import { FakeStreamsClient } from '../support/fake-streams-client';
 
 function connectionsOf(client: FakeStreamsClient): EchoStreamConnections {
-  return { client } as unknown as EchoStreamConnections;
+  return { client, publishTimeoutMs: 2000 } as unknown as EchoStreamConnections;
 }
 
 const REDIS_COMMAND: Partial<Record<keyof StreamsClient, string>> = {

@@ -1,0 +1,20 @@
+import type { RedisFailureReason } from '../errors/echo-stream-connection.error';
+
+// NOTE: a type alias, not an interface: it sits inside the health indicator's result, which must
+// stay assignable to @nestjs/terminus's `HealthIndicatorResult` (an index signature).
+
+/** The app's shared Redis connection (producer, admin, stats) as a person should read it. */
+export type RedisLinkStatus = {
+  /** `host:port` (or the socket path); never credentials. */
+  readonly address: string;
+  /** `down`: a connection attempt failed or the link was lost, and it is not back yet. */
+  readonly state: 'connecting' | 'ready' | 'down' | 'ended';
+  /** `false` until the connection reached Redis once. */
+  readonly everConnected: boolean;
+  /** Why it is down: a line naming the cause and the address; `null` unless `down`. */
+  readonly error: string | null;
+  /** The kind of failure; `null` unless `down`. */
+  readonly reason: RedisFailureReason | null;
+  /** When the outage began (ms since epoch); `null` unless `down`. */
+  readonly downSince: number | null;
+};

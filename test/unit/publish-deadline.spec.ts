@@ -1,0 +1,63 @@
+/**
+ * The publish bound (lib/producer/publish-deadline.ts) without a server: what passes through,
+ * what becomes an `EchoStreamPublishError`, and when. The real link cases (closed port,
+ * blackhole, slow link) are in test/faults/redis-down.fault.spec.ts.
+ */
+import { EchoStreamConnectionError, EchoStreamPublishError, StreamProducer } from '../../lib';
+import type { EchoStreamConnections } from '../../lib/echo-stream.connections';
+import { publishWithin } from '../../lib/producer/publish-deadline';
+import { FakeStreamsClient } from '../support/fake-streams-client';
+
+const call = { method: 'publish', stream: 'orders', ids: ['id-1'] };
+
+describe('publishWithin', () => {
+  it('a reply in time is returned as it is', async () => {
+    await expect(publishWithin(undefined, 500, call, async () => '1-0')).resolves.toBe('1-0');
+  });
+
+  it('no reply within the time: written unknown, reason timeout, the ids in the text', async () => {
+    const startedAt = Date.now();
+    const err = await publishWithin(
+      undefined,
+      200,
+      { ...call, ids: ['a', 'b', 'c', 'd'] },
+      () => new Promise<string>(() => undefined),
+    ).catch((e: unknown) => e);
+    const ms = Date.now() - startedAt;
+    expect(err).toBeInstanceOf(EchoStreamPublishError);
+    expect(err).toMatchObject({
+      reason: 'timeout',
+      written: 'unknown',
+      stream: 'orders',
+      ids: ['a', 'b', 'c', 'd'],
+      timeoutMs: 200,
+      command: 'XADD',
+    });
+    expect((err as Error).message).toContain('4 ids, a ... d');
+    expect(ms).toBeGreaterThanOrEqual(195);
+    expect(ms).toBeLessThan(1500);
+  });
+
+  it('a connection error during the write: written unknown, its cause kept', async () => {
+    const lost = new EchoStreamConnectionError('connection to Redis at h:1 lost: x; XADD failed', {
+      reason: 'closed',
+      address: 'h:1',
+      everConnected: true,
+      command: 'XADD',
+      detail: '',
+    });
+    const err = await publishWithin(undefined, 500, call, () => Promise.reject(lost)).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toMatchObject({ reason: 'closed', address: 'h:1', written: 'unknown' });
+    expect((err as Error).cause).toBe(lost);
+  });
+
+  it('a server reply (OOM, WRONGTYPE) rejects as it is', async () => {
+    const client = new FakeStreamsClient();
+    const oom = new Error("OOM command not allowed when used memory > 'maxmemory'.");
+    client.fail('add', { error: oom });
+    const connections = { client, publishTimeoutMs: 500 } as unknown as EchoStreamConnections;
+    await expect(new StreamProducer(connections).publish('orders', { n: 1 })).rejects.toBe(oom);
+  });
+});
