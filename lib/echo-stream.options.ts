@@ -9,6 +9,12 @@ import type {
   EchoStreamModuleOptions,
 } from './interfaces/module-options.interface';
 import type { StreamHandlerOptions } from './interfaces/stream-handler-options.interface';
+import {
+  checkConsumerCleanup,
+  LIFECYCLE_DEFAULTS,
+  resolveRetention,
+  type ResolvedRetentionRule,
+} from './lifecycle/lifecycle-options';
 
 /** Module options with every default applied (internal). */
 export interface ResolvedModuleOptions {
@@ -18,6 +24,9 @@ export interface ResolvedModuleOptions {
   defaults: Partial<StreamHandlerOptions>;
   shutdownTimeoutMs: number;
   autoStart: boolean;
+  /** Retention rules, validated (SPEC §12). */
+  retention: ResolvedRetentionRule[];
+  retentionIntervalMs: number;
 }
 
 /** The documented defaults of SPEC §1. */
@@ -38,6 +47,7 @@ export const HANDLER_DEFAULTS = {
   startId: '0',
   codec: 'json',
   batch: false,
+  consumerCleanup: { idleMs: LIFECYCLE_DEFAULTS.consumerCleanupIdleMs },
 } as const;
 
 const HANDLER_OPTION_NAMES: ReadonlyArray<keyof StreamHandlerOptions> = [
@@ -52,6 +62,7 @@ const HANDLER_OPTION_NAMES: ReadonlyArray<keyof StreamHandlerOptions> = [
   'codec',
   'batch',
   'deadLetterStream',
+  'consumerCleanup',
 ];
 
 const MODULE_OPTION_NAMES: ReadonlyArray<keyof EchoStreamModuleOptions> = [
@@ -61,6 +72,8 @@ const MODULE_OPTION_NAMES: ReadonlyArray<keyof EchoStreamModuleOptions> = [
   'defaults',
   'shutdownTimeoutMs',
   'autoStart',
+  'retention',
+  'retentionIntervalMs',
 ];
 
 /** Module options -> resolved options; the one place module defaults are merged. */
@@ -102,6 +115,7 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
   }
   const defaults = options.defaults ?? {};
   checkHandlerOptions(`${where} defaults`, defaults);
+  const retention = resolveRetention(where, options.retention, options.retentionIntervalMs);
   return {
     connection,
     cluster: options.cluster,
@@ -109,6 +123,8 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
     defaults,
     shutdownTimeoutMs,
     autoStart,
+    retention: retention.rules,
+    retentionIntervalMs: retention.intervalMs,
   };
 }
 
@@ -177,6 +193,7 @@ export function checkHandlerOptions(where: string, options: Partial<StreamHandle
       messages.badOption(where, 'deadLetterStream', 'a stream name or false', o.deadLetterStream),
     );
   }
+  if (o.consumerCleanup !== undefined) checkConsumerCleanup(where, o.consumerCleanup);
   if (o.codec !== undefined) {
     try {
       resolveCodec(o.codec);

@@ -1,6 +1,7 @@
 export { EchoStreamModule } from './echo-stream.module';
 export { StreamHandler } from './decorators/stream-handler.decorator';
 export { DeadLetter } from './decorators/dead-letter.decorator';
+export { StreamArchive } from './decorators/stream-archive.decorator';
 export { StreamProducer } from './producer/stream-producer.service';
 export { brandedId, brandedIdTime, BrandedIdGenerator, isBrandedId } from './producer/branded-id';
 export { ConsumerStats } from './stats/consumer-stats.service';

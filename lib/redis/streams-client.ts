@@ -584,7 +584,8 @@ function clarify(err: unknown, command: string): unknown {
   return err;
 }
 
-function withDeadline<T>(
+/** Rejects with {@link RedisDeadlineError} (after `onExpire`) when `promise` takes longer than `ms`. */
+export function withDeadline<T>(
   promise: Promise<T>,
   ms: number,
   command: string,

@@ -1,0 +1,183 @@
+import { randomUUID } from 'node:crypto';
+import {
+  BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+} from '@nestjs/common';
+import { resolveCodec } from './codec/codecs';
+import { StreamArchiveExplorer } from './echo-stream.archive-explorer';
+import { EchoStreamConnections } from './echo-stream.connections';
+import { ECHO_STREAM_OPTIONS } from './echo-stream.constants';
+import { EchoStreamExplorer } from './echo-stream.explorer';
+import { resolveHandlerOptions, type ResolvedModuleOptions } from './echo-stream.options';
+import { EchoStreamConfigError } from './errors/echo-stream-config.error';
+import type { StreamCodec } from './interfaces/codec.interface';
+import type { RetentionReport } from './interfaces/lifecycle.interface';
+import { ConsumerCleanup, type ConsumerCleanupContext } from './lifecycle/consumer-cleanup';
+import { PeriodicTask } from './lifecycle/periodic-task';
+import { RetentionLease } from './lifecycle/retention-lease';
+import { StreamRetention } from './lifecycle/stream-retention';
+import { RedisLifecycleClient } from './redis/lifecycle-client';
+
+/** The retention lock lives at least this long (ms), so a busy event loop does not lose it. */
+const MIN_LOCK_TTL_MS = 5000;
+/** Consumer cleanup runs every `idleMs / 2`, within these bounds (ms). */
+const CLEANUP_INTERVAL_BOUNDS = { min: 100, max: 3_600_000 } as const;
+
+/** The key of a stream's retention lock. */
+export function retentionLockKey(stream: string): string {
+  return `echo-stream:retention-lock:${stream}`;
+}
+
+/**
+ * Runs the stream lifecycle of SPEC §12 on timers from bootstrap to shutdown: retention (with
+ * the archive methods) per rule, consumer cleanup per handler (internal). Also answers which codec
+ * decodes a stream's history.
+ */
+@Injectable()
+export class EchoStreamLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly retentions = new Map<string, StreamRetention>();
+  private tasks: PeriodicTask[] = [];
+
+  constructor(
+    private readonly explorer: EchoStreamExplorer,
+    private readonly archives: StreamArchiveExplorer,
+    private readonly connections: EchoStreamConnections,
+    @Inject(ECHO_STREAM_OPTIONS) private readonly options: ResolvedModuleOptions,
+  ) {}
+
+  /** Checks the archive methods against the rules (a mismatch fails bootstrap), then starts. */
+  onApplicationBootstrap(): void {
+    const rules = new Set(this.options.retention.map((rule) => rule.stream));
+    for (const [stream, archive] of this.archives.byStream) {
+      if (!rules.has(stream)) {
+        throw new EchoStreamConfigError(
+          `@StreamArchive('${stream}') on ${archive.name}: stream '${stream}' has no retention rule, ` +
+            `so nothing would ever be archived; add { stream: '${stream}', maxLen or maxAgeMs } to the ` +
+            `module option 'retention' (rules: ${[...rules].join(', ') || 'none'})`,
+        );
+      }
+    }
+    const cleanups = this.planCleanups();
+    if (this.options.retention.length === 0 && cleanups.length === 0) return;
+    const client = new RedisLifecycleClient(this.connections.client);
+    this.startRetention(client);
+    for (const { plan, intervalMs } of cleanups) {
+      const cleanup = new ConsumerCleanup({ ...plan, client });
+      const task = new PeriodicTask(intervalMs, async () => void (await cleanup.run()));
+      task.start();
+      this.tasks.push(task);
+    }
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    const tasks = this.tasks;
+    this.tasks = [];
+    await Promise.race([
+      Promise.all(tasks.map((task) => task.stop())),
+      new Promise((resolve) => setTimeout(resolve, this.options.shutdownTimeoutMs).unref()),
+    ]);
+    await Promise.all([...this.retentions.values()].map((retention) => retention.release()));
+  }
+
+  /**
+   * The retention figures of `stream` as of its last run.
+   * @throws TypeError when no retention rule names `stream`.
+   */
+  report(stream: string): RetentionReport {
+    const retention = this.retentions.get(stream);
+    if (retention) return retention.report();
+    const rule = this.options.retention.find((r) => r.stream === stream);
+    if (rule) {
+      return {
+        stream,
+        trimmedTotal: 0,
+        heldBackBy: null,
+        oldestEntryId: null,
+        length: 0,
+        lastRunAt: null,
+      };
+    }
+    const known = this.options.retention.map((r) => `'${r.stream}'`).join(', ') || 'none';
+    throw new TypeError(
+      `ConsumerStats.retention(): no retention rule for stream ${JSON.stringify(stream)} (rules: ${known})`,
+    );
+  }
+
+  /** The figures of every stream with a retention rule. */
+  reports(): RetentionReport[] {
+    return this.options.retention.map((rule) => this.report(rule.stream));
+  }
+
+  /** The codec of this app's handler of `stream`, else the module default codec. */
+  codecFor(stream: string): StreamCodec<unknown> {
+    const handler = this.explorer.handlers.find((h) => h.stream === stream);
+    if (!handler) return resolveCodec(this.options.defaults.codec ?? 'json');
+    return resolveHandlerOptions(stream, handler.name, this.options.defaults, handler.options)
+      .codec;
+  }
+
+  private startRetention(client: RedisLifecycleClient): void {
+    const intervalMs = this.options.retentionIntervalMs;
+    const token = `${this.options.consumerName}:${randomUUID()}`;
+    for (const rule of this.options.retention) {
+      const lease = new RetentionLease(
+        client,
+        retentionLockKey(rule.stream),
+        token,
+        Math.max(intervalMs, MIN_LOCK_TTL_MS),
+      );
+      const retention = new StreamRetention({
+        rule,
+        client,
+        lease,
+        archive: this.archives.byStream.get(rule.stream),
+        logger: new Logger(`retention ${rule.stream}`),
+      });
+      this.retentions.set(rule.stream, retention);
+      const task = new PeriodicTask(intervalMs, () => retention.run());
+      // the first run within one interval, spread so that processes started together do not align
+      task.start(Math.floor(intervalMs * (0.5 + Math.random() / 2)));
+      this.tasks.push(task);
+    }
+  }
+
+  private planCleanups(): Array<{
+    intervalMs: number;
+    plan: Omit<ConsumerCleanupContext, 'client'>;
+  }> {
+    return this.explorer.handlers.flatMap((handler) => {
+      const where = `@StreamHandler('${handler.stream}', '${handler.group}') on ${handler.name}`;
+      const options = resolveHandlerOptions(
+        handler.stream,
+        where,
+        this.options.defaults,
+        handler.options,
+      );
+      const setting = options.consumerCleanup;
+      if (setting === false) return [];
+      if (setting.idleMs <= 2 * options.blockMs) {
+        // a live peer parked on a read looks idle for up to blockMs: it must never qualify
+        throw new EchoStreamConfigError(
+          `${where}: option 'consumerCleanup.idleMs' must be more than twice blockMs ` +
+            `(${options.blockMs}), got ${setting.idleMs}`,
+        );
+      }
+      const { min, max } = CLEANUP_INTERVAL_BOUNDS;
+      return [
+        {
+          intervalMs: Math.min(max, Math.max(min, Math.floor(setting.idleMs / 2))),
+          plan: {
+            stream: handler.stream,
+            group: handler.group,
+            self: this.options.consumerName,
+            idleMs: setting.idleMs,
+            logger: new Logger(`${handler.stream}/${handler.group}`),
+          },
+        },
+      ];
+    });
+  }
+}
