@@ -5,6 +5,7 @@ import {
   Injectable,
   Logger,
   OnApplicationBootstrap,
+  OnModuleInit,
 } from '@nestjs/common';
 import { resolveCodec } from './codec/codecs';
 import { StreamArchiveExplorer } from './echo-stream.archive-explorer';
@@ -26,6 +27,12 @@ const MIN_LOCK_TTL_MS = 5000;
 /** Consumer cleanup runs every `idleMs / 2`, within these bounds (ms). */
 const CLEANUP_INTERVAL_BOUNDS = { min: 100, max: 3_600_000 } as const;
 
+/** One handler's consumer cleanup, before the client exists. */
+interface CleanupPlan {
+  intervalMs: number;
+  plan: Omit<ConsumerCleanupContext, 'client'>;
+}
+
 /** The key of a stream's retention lock. */
 export function retentionLockKey(stream: string): string {
   return `echo-stream:retention-lock:${stream}`;
@@ -37,9 +44,12 @@ export function retentionLockKey(stream: string): string {
  * decodes a stream's history.
  */
 @Injectable()
-export class EchoStreamLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class EchoStreamLifecycle
+  implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown
+{
   private readonly retentions = new Map<string, StreamRetention>();
   private tasks: PeriodicTask[] = [];
+  private cleanups: CleanupPlan[] = [];
 
   constructor(
     private readonly explorer: EchoStreamExplorer,
@@ -48,8 +58,11 @@ export class EchoStreamLifecycle implements OnApplicationBootstrap, BeforeApplic
     @Inject(ECHO_STREAM_OPTIONS) private readonly options: ResolvedModuleOptions,
   ) {}
 
-  /** Checks the archive methods against the rules (a mismatch fails bootstrap), then starts. */
-  onApplicationBootstrap(): void {
+  /**
+   * Checks the archive methods against the rules and the cleanup options (a mismatch fails before
+   * any loop starts: the explorers ran their own `onModuleInit` first, being registered earlier).
+   */
+  onModuleInit(): void {
     const rules = new Set(this.options.retention.map((rule) => rule.stream));
     for (const [stream, archive] of this.archives.byStream) {
       if (!rules.has(stream)) {
@@ -60,11 +73,15 @@ export class EchoStreamLifecycle implements OnApplicationBootstrap, BeforeApplic
         );
       }
     }
-    const cleanups = this.planCleanups();
-    if (this.options.retention.length === 0 && cleanups.length === 0) return;
+    this.cleanups = this.planCleanups();
+  }
+
+  /** Starts the retention and cleanup timers (also with `autoStart: false`). */
+  onApplicationBootstrap(): void {
+    if (this.options.retention.length === 0 && this.cleanups.length === 0) return;
     const client = new RedisLifecycleClient(this.connections.client);
     this.startRetention(client);
-    for (const { plan, intervalMs } of cleanups) {
+    for (const { plan, intervalMs } of this.cleanups) {
       const cleanup = new ConsumerCleanup({ ...plan, client });
       const task = new PeriodicTask(intervalMs, async () => void (await cleanup.run()));
       task.start();
@@ -144,10 +161,7 @@ export class EchoStreamLifecycle implements OnApplicationBootstrap, BeforeApplic
     }
   }
 
-  private planCleanups(): Array<{
-    intervalMs: number;
-    plan: Omit<ConsumerCleanupContext, 'client'>;
-  }> {
+  private planCleanups(): CleanupPlan[] {
     return this.explorer.handlers.flatMap((handler) => {
       const where = `@StreamHandler('${handler.stream}', '${handler.group}') on ${handler.name}`;
       const options = resolveHandlerOptions(
