@@ -5,10 +5,9 @@
  * Every test uses fresh stream names.
  */
 import 'reflect-metadata';
-import { Injectable, Module, type INestApplication, type Type } from '@nestjs/common';
+import { Injectable, type Type } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import {
-  ConsumerStats,
   EchoStreamConfigError,
   StreamArchive,
   StreamHandler,
@@ -17,23 +16,19 @@ import {
   type StreamMessage,
 } from '../../lib';
 import { retentionLockKey } from '../../lib/echo-stream.lifecycle';
-import { CaptureLogger, createEchoStreamApp } from '../faults/support/nest-app';
+import { bootApp, closeApps, fill as fillStream, type BootedApp } from '../support/lifecycle-apps';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
 import { sleep, waitFor } from '../support/wait-for';
 
 let server: RedisServer;
 let redis: Redis;
 let seq = 0;
-const apps: INestApplication[] = [];
 
 beforeAll(async () => {
   server = await RedisServer.start();
   redis = server.client();
 });
-afterEach(async () => {
-  // an app whose init failed is closed too (its loops may have started)
-  await Promise.all(apps.splice(0).map((app) => app.close().catch(() => undefined)));
-});
+afterEach(closeApps);
 afterAll(async () => {
   await stopAllRedisServers();
 });
@@ -42,38 +37,19 @@ function freshStream(what: string): string {
   return `ret-${what}-${++seq}`;
 }
 
-/** Writes `count` entries (`id` b<i>, JSON data) in one pipeline; returns their entry ids. */
-async function fill(stream: string, count: number, from = 0): Promise<string[]> {
-  const pipeline = redis.pipeline();
-  for (let i = from; i < from + count; i++) {
-    pipeline.xadd(stream, '*', 'id', `b${i}`, 'data', JSON.stringify({ i }));
-  }
-  const results = (await pipeline.exec()) ?? [];
-  return results.map(([err, id]) => {
-    if (err) throw err;
-    return String(id);
-  });
+function fill(stream: string, count: number, from = 0): Promise<string[]> {
+  return fillStream(redis, stream, count, from);
 }
 
 async function entryIds(stream: string): Promise<string[]> {
   return (await redis.xrange(stream, '-', '+')).map(([id]) => id);
 }
 
-async function boot(
+function boot(
   options: EchoStreamModuleOptions,
   providers: Type<unknown>[] = [],
-  logger = new CaptureLogger(),
-): Promise<{ app: INestApplication; logger: CaptureLogger; stats: ConsumerStats }> {
-  @Module({ providers })
-  class HandlersModule {}
-  const app = await createEchoStreamApp(
-    { connection: server.url, retentionIntervalMs: 200, shutdownTimeoutMs: 2000, ...options },
-    HandlersModule,
-    logger,
-  );
-  apps.push(app);
-  await app.init();
-  return { app, logger, stats: app.get(ConsumerStats) };
+): Promise<BootedApp> {
+  return bootApp({ connection: server.url, ...options }, providers);
 }
 
 /** A handler class for `stream`/`group` recording the branded ids it handled. */
