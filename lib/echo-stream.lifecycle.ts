@@ -20,16 +20,22 @@ import { ConsumerCleanup, type ConsumerCleanupContext } from './lifecycle/consum
 import { PeriodicTask } from './lifecycle/periodic-task';
 import { RetentionLease } from './lifecycle/retention-lease';
 import { StreamRetention } from './lifecycle/stream-retention';
+import { LIFECYCLE_DEFAULTS } from './lifecycle/lifecycle-options';
 import { RedisLifecycleClient } from './redis/lifecycle-client';
 
 /** The retention lock lives at least this long (ms), so a busy event loop does not lose it. */
 const MIN_LOCK_TTL_MS = 5000;
-/** Consumer cleanup runs every `idleMs / 2`, within these bounds (ms). */
-const CLEANUP_INTERVAL_BOUNDS = { min: 100, max: 3_600_000 } as const;
+/** Consumer cleanup runs every `idleMs / 2`, at most every hour (ms). */
+const MAX_CLEANUP_INTERVAL_MS = 3_600_000;
+/** Each process tells each of its groups it is alive every `idleMs / 3`, at most this long (ms). */
+const MAX_TOUCH_INTERVAL_MS = 30_000;
 
 /** One handler's consumer cleanup, before the client exists. */
 interface CleanupPlan {
-  intervalMs: number;
+  /** How often its consumer is touched (marked alive). */
+  touchIntervalMs: number;
+  /** How often idle consumers are deleted (`null`: cleanup off). */
+  cleanupIntervalMs: number | null;
   plan: Omit<ConsumerCleanupContext, 'client'>;
 }
 
@@ -81,11 +87,14 @@ export class EchoStreamLifecycle
     if (this.options.retention.length === 0 && this.cleanups.length === 0) return;
     const client = new RedisLifecycleClient(this.connections.client);
     this.startRetention(client);
-    for (const { plan, intervalMs } of this.cleanups) {
+    for (const { plan, touchIntervalMs, cleanupIntervalMs } of this.cleanups) {
       const cleanup = new ConsumerCleanup({ ...plan, client });
-      const task = new PeriodicTask(intervalMs, async () => void (await cleanup.run()));
-      task.start();
-      this.tasks.push(task);
+      const tasks = [new PeriodicTask(touchIntervalMs, () => cleanup.touch())];
+      if (cleanupIntervalMs !== null) {
+        tasks.push(new PeriodicTask(cleanupIntervalMs, async () => void (await cleanup.run())));
+      }
+      for (const task of tasks) task.start();
+      this.tasks.push(...tasks);
     }
   }
 
@@ -162,7 +171,7 @@ export class EchoStreamLifecycle
   }
 
   private planCleanups(): CleanupPlan[] {
-    return this.explorer.handlers.flatMap((handler) => {
+    return this.explorer.handlers.map((handler) => {
       const where = `@StreamHandler('${handler.stream}', '${handler.group}') on ${handler.name}`;
       const options = resolveHandlerOptions(
         handler.stream,
@@ -171,27 +180,20 @@ export class EchoStreamLifecycle
         handler.options,
       );
       const setting = options.consumerCleanup;
-      if (setting === false) return [];
-      if (setting.idleMs <= 2 * options.blockMs) {
-        // a live peer parked on a read looks idle for up to blockMs: it must never qualify
-        throw new EchoStreamConfigError(
-          `${where}: option 'consumerCleanup.idleMs' must be more than twice blockMs ` +
-            `(${options.blockMs}), got ${setting.idleMs}`,
-        );
-      }
-      const { min, max } = CLEANUP_INTERVAL_BOUNDS;
-      return [
-        {
-          intervalMs: Math.min(max, Math.max(min, Math.floor(setting.idleMs / 2))),
-          plan: {
-            stream: handler.stream,
-            group: handler.group,
-            self: this.options.consumerName,
-            idleMs: setting.idleMs,
-            logger: new Logger(`${handler.stream}/${handler.group}`),
-          },
+      const idleMs = setting === false ? null : setting.idleMs;
+      const touchIdleMs = idleMs ?? LIFECYCLE_DEFAULTS.consumerCleanupIdleMs;
+      return {
+        touchIntervalMs: Math.min(MAX_TOUCH_INTERVAL_MS, Math.floor(touchIdleMs / 3)),
+        cleanupIntervalMs:
+          idleMs === null ? null : Math.min(MAX_CLEANUP_INTERVAL_MS, Math.floor(idleMs / 2)),
+        plan: {
+          stream: handler.stream,
+          group: handler.group,
+          self: this.options.consumerName,
+          idleMs,
+          logger: new Logger(`${handler.stream}/${handler.group}`),
         },
-      ];
+      };
     });
   }
 }

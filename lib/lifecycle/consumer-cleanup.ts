@@ -5,13 +5,13 @@ import { isNoGroupError } from '../redis/streams-client';
 
 /** Everything one group's cleanup needs (no Nest types). */
 export interface ConsumerCleanupContext {
-  client: Pick<LifecycleClient, 'consumers' | 'deleteIdleConsumer'>;
+  client: Pick<LifecycleClient, 'consumers' | 'deleteIdleConsumer' | 'touchConsumer'>;
   stream: string;
   group: string;
   /** This process's consumer name: never deleted. */
   self: string;
-  /** Idle longer than this (ms) and holding nothing: deleted. */
-  idleMs: number;
+  /** Idle longer than this (ms) and holding nothing: deleted (`null`: cleanup off, `touch()` only). */
+  idleMs: number | null;
   logger: ConsumerLogger;
 }
 
@@ -25,10 +25,24 @@ export interface ConsumerCleanupContext {
 export class ConsumerCleanup {
   constructor(private readonly ctx: ConsumerCleanupContext) {}
 
+  /**
+   * Tells the group this process's consumer is alive (resets its idle time), so the cleanup of
+   * peers never takes it for a dead one while it waits for work. Never throws.
+   */
+  async touch(): Promise<void> {
+    const { client, stream, group, self } = this.ctx;
+    try {
+      await client.touchConsumer(stream, group, self);
+    } catch {
+      // the group does not exist yet, or Redis is away: the loop logs that
+    }
+  }
+
   /** One pass; returns the names deleted. Never throws (failures are logged). */
   async run(): Promise<string[]> {
     const { client, stream, group, self, idleMs, logger } = this.ctx;
     const deleted: string[] = [];
+    if (idleMs === null) return deleted;
     try {
       const consumers = await client.consumers(stream, group);
       for (const consumer of consumers) {

@@ -8,6 +8,12 @@ export const LIFECYCLE_DEFAULTS = {
   consumerCleanupIdleMs: 86_400_000,
 } as const;
 
+/**
+ * The smallest `consumerCleanup.idleMs`: live consumers mark themselves seen every `idleMs / 3`,
+ * which must stay well above a command's round trip.
+ */
+const MIN_CLEANUP_IDLE_MS = 1000;
+
 /** A retention rule with its optional parts made explicit (internal). */
 export interface ResolvedRetentionRule {
   stream: string;
@@ -75,7 +81,17 @@ export function checkConsumerCleanup(where: string, value: unknown): void {
       );
     }
   }
-  checkPositiveInteger(where, 'consumerCleanup.idleMs', (value as { idleMs?: unknown }).idleMs);
+  const { idleMs } = value as { idleMs?: unknown };
+  if (typeof idleMs !== 'number' || !Number.isSafeInteger(idleMs) || idleMs < MIN_CLEANUP_IDLE_MS) {
+    throw new EchoStreamConfigError(
+      messages.badOption(
+        where,
+        'consumerCleanup.idleMs',
+        `an integer >= ${MIN_CLEANUP_IDLE_MS}`,
+        idleMs,
+      ),
+    );
+  }
 }
 
 function resolveRule(where: string, rule: unknown): ResolvedRetentionRule {

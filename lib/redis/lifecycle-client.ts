@@ -38,6 +38,11 @@ export interface LifecycleClient {
   releaseLock(key: string, token: string): Promise<void>;
   consumers(stream: string, group: string): Promise<ConsumerInfo[]>;
   /**
+   * Marks `consumer` as seen by the group now (resets its XINFO CONSUMERS `idle`) without reading
+   * or touching any entry; creates the consumer if missing.
+   */
+  touchConsumer(stream: string, group: string, consumer: string): Promise<void>;
+  /**
    * Atomically (one script): deletes `consumer` from the group only if it holds no pending entry
    * and has been idle at least `idleMs`. XGROUP DELCONSUMER drops a consumer's pending entries
    * from the PEL, so the check and the delete must not be split.
@@ -78,6 +83,8 @@ end
 return -3`;
 
 const DEADLINE_MS = 10_000;
+/** An id above any real entry's (see `touchConsumer`). */
+const TOUCH_ID = '18446744073709551615-0';
 
 /**
  * {@link LifecycleClient} over the app's shared connection. Reads that the streams client already
@@ -132,6 +139,24 @@ export class RedisLifecycleClient implements LifecycleClient {
 
   consumers(stream: string, group: string): Promise<ConsumerInfo[]> {
     return this.streams.consumers(stream, group);
+  }
+
+  async touchConsumer(stream: string, group: string, consumer: string): Promise<void> {
+    // NOTE: before Redis 7.2 only a read that succeeds refreshes a consumer's idle time (a parked
+    // XREADGROUP > that gets nothing does not), so an idle but live consumer looks dead. A read of
+    // its own pending entries after the highest possible id succeeds with nothing in it: the
+    // idle time is reset, no entry is delivered and no delivery count moves.
+    await this.call(
+      'XREADGROUP',
+      'GROUP',
+      group,
+      consumer,
+      'COUNT',
+      1,
+      'STREAMS',
+      stream,
+      TOUCH_ID,
+    );
   }
 
   async deleteIdleConsumer(
