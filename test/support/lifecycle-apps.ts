@@ -3,7 +3,7 @@
  * `EchoStreamModule.forRoot(...)` with given providers, closed by `closeApps()`, and pipelined
  * stream fills.
  */
-import { Module, type INestApplication, type Type } from '@nestjs/common';
+import { Module, type INestApplication, type Provider } from '@nestjs/common';
 import type { Cluster, Redis } from 'ioredis';
 import { ConsumerStats, type EchoStreamModuleOptions } from '../../lib';
 import { CaptureLogger, createEchoStreamApp } from '../faults/support/nest-app';
@@ -23,7 +23,7 @@ const apps: INestApplication[] = [];
  */
 export async function bootApp(
   options: EchoStreamModuleOptions,
-  providers: Type<unknown>[] = [],
+  providers: Provider[] = [],
   logger = new CaptureLogger(),
 ): Promise<BootedApp> {
   @Module({ providers })
