@@ -58,7 +58,7 @@ it('deletes idle consumers with nothing pending; keeps one holding an entry unti
   // gone-2 read the entry and died with it pending
   await redis.xreadgroup('GROUP', 'g', 'gone-2', 'COUNT', 1, 'STREAMS', stream, '>');
   const handled: string[] = [];
-  const options = { minIdleMs: 3000, consumerCleanup: { idleMs: 1000 } };
+  const options = { minIdleMs: 5000, consumerCleanup: { idleMs: 1000 } };
   const live = await bootApp({ connection: server.url, consumerName: 'live' }, [
     handlerFor(stream, 'g', handled, options),
   ]);
