@@ -93,7 +93,8 @@ export class EchoStreamLifecycle
       if (cleanupIntervalMs !== null) {
         tasks.push(new PeriodicTask(cleanupIntervalMs, async () => void (await cleanup.run())));
       }
-      for (const task of tasks) task.start();
+      // first runs spread over one interval: 100 handlers must not touch Redis in one burst
+      for (const task of tasks) task.start(Math.ceil(Math.random() * task.intervalMs));
       this.tasks.push(...tasks);
     }
   }

@@ -8,7 +8,8 @@ export class PeriodicTask {
   private stopped = false;
 
   constructor(
-    private readonly intervalMs: number,
+    /** The pause between the end of one run and the start of the next. */
+    readonly intervalMs: number,
     private readonly task: () => Promise<void>,
   ) {}
 
