@@ -102,10 +102,14 @@ export class EchoStreamLifecycle
   async beforeApplicationShutdown(): Promise<void> {
     const tasks = this.tasks;
     this.tasks = [];
+    // a run in progress (an archive call) gets shutdownTimeoutMs; past that its lock is released
+    // below and it stops before trimming anything more (its renewal fails)
+    let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.all(tasks.map((task) => task.stop())),
-      new Promise((resolve) => setTimeout(resolve, this.options.shutdownTimeoutMs).unref()),
+      new Promise((resolve) => (timer = setTimeout(resolve, this.options.shutdownTimeoutMs))),
     ]);
+    clearTimeout(timer);
     await Promise.all([...this.retentions.values()].map((retention) => retention.release()));
   }
 
