@@ -8,6 +8,7 @@ import type { LifecycleClient } from '../redis/lifecycle-client';
 export const HISTORY_PAGE_SIZE = 500;
 
 const MAX_SEQ = '18446744073709551615';
+const HISTORY_OPTION_NAMES: readonly string[] = ['from', 'to', 'count', 'codec'];
 
 /** The XRANGE window of a history query (internal). */
 export interface HistoryWindow {
@@ -30,6 +31,13 @@ export function historyWindow(stream: unknown, options: HistoryOptions): History
   }
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(`${where}: options must be an object, got ${describe(options)}`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!HISTORY_OPTION_NAMES.includes(key)) {
+      throw new TypeError(
+        `${where}: unknown option '${key}' (known: ${HISTORY_OPTION_NAMES.join(', ')})`,
+      );
+    }
   }
   const start = options.from === undefined ? '0-0' : bound(where, 'from', options.from, '0');
   const end = options.to === undefined ? '+' : bound(where, 'to', options.to, MAX_SEQ);

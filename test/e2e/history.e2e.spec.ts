@@ -142,6 +142,9 @@ describe('EchoStreamAdmin.history()', () => {
       /option 'count' must be an integer >= 0, got number -1/,
     );
     await expect(collect('', {})).rejects.toThrow(/stream must be a non-empty string/);
+    await expect(collect(JSON_STREAM, { form: new Date() } as HistoryOptions)).rejects.toThrow(
+      /unknown option 'form' \(known: from, to, count, codec\)/,
+    );
   });
 
   it('pages lazily: RSS stays flat over a 1,000,000-entry stream', async () => {
