@@ -1,9 +1,11 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { EchoStreamAdmin } from './admin/echo-stream-admin.service';
+import { StreamArchiveExplorer } from './echo-stream.archive-explorer';
 import { EchoStreamConnections } from './echo-stream.connections';
 import { EchoStreamExplorer } from './echo-stream.explorer';
 import { EchoStreamMetadataAccessor } from './echo-stream-metadata.accessor';
+import { EchoStreamLifecycle } from './echo-stream.lifecycle';
 import { EchoStreamOrchestrator } from './echo-stream.orchestrator';
 import { ConsumerRegistry } from './echo-stream.registry';
 import { StreamProducer } from './producer/stream-producer.service';
@@ -28,6 +30,8 @@ import { HandlerPipelineFactory } from './handlers/handler-pipeline.factory';
     EchoStreamAdmin,
     EchoStreamHealthIndicator,
     HandlerPipelineFactory,
+    StreamArchiveExplorer,
+    EchoStreamLifecycle,
   ],
   exports: [StreamProducer, ConsumerStats, EchoStreamAdmin, EchoStreamHealthIndicator],
 })

@@ -85,7 +85,8 @@ export class EchoStreamExplorer implements OnModuleInit {
   }
 }
 
-function prototypeOf(wrapper: InstanceWrapper): object | undefined {
+/** The prototype to scan for decorated methods (the instance's, else the class's). */
+export function prototypeOf(wrapper: InstanceWrapper): object | undefined {
   const instance = wrapper.instance as object | undefined;
   if (instance && typeof instance === 'object') return Object.getPrototypeOf(instance) as object;
   const metatype: unknown = wrapper.metatype;

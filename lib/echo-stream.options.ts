@@ -9,6 +9,12 @@ import type {
   EchoStreamModuleOptions,
 } from './interfaces/module-options.interface';
 import type { StreamHandlerOptions } from './interfaces/stream-handler-options.interface';
+import {
+  checkConsumerCleanup,
+  LIFECYCLE_DEFAULTS,
+  resolveRetention,
+  type ResolvedRetentionRule,
+} from './lifecycle/lifecycle-options';
 
 /** Module options with every default applied (internal). */
 export interface ResolvedModuleOptions {
@@ -19,6 +25,9 @@ export interface ResolvedModuleOptions {
   shutdownTimeoutMs: number;
   autoStart: boolean;
   publishTimeoutMs: number;
+  /** Retention rules, validated (SPEC §12). */
+  retention: ResolvedRetentionRule[];
+  retentionIntervalMs: number;
 }
 
 /** The documented defaults of SPEC §1. */
@@ -40,6 +49,7 @@ export const HANDLER_DEFAULTS = {
   startId: '0',
   codec: 'json',
   batch: false,
+  consumerCleanup: { idleMs: LIFECYCLE_DEFAULTS.consumerCleanupIdleMs },
 } as const;
 
 const HANDLER_OPTION_NAMES: ReadonlyArray<keyof StreamHandlerOptions> = [
@@ -54,6 +64,7 @@ const HANDLER_OPTION_NAMES: ReadonlyArray<keyof StreamHandlerOptions> = [
   'codec',
   'batch',
   'deadLetterStream',
+  'consumerCleanup',
 ];
 
 const MODULE_OPTION_NAMES: ReadonlyArray<keyof EchoStreamModuleOptions> = [
@@ -64,6 +75,8 @@ const MODULE_OPTION_NAMES: ReadonlyArray<keyof EchoStreamModuleOptions> = [
   'shutdownTimeoutMs',
   'autoStart',
   'publishTimeoutMs',
+  'retention',
+  'retentionIntervalMs',
 ];
 
 /** Module options -> resolved options; the one place module defaults are merged. */
@@ -107,6 +120,7 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
   checkInteger(where, 'publishTimeoutMs', publishTimeoutMs, 1);
   const defaults = options.defaults ?? {};
   checkHandlerOptions(`${where} defaults`, defaults);
+  const retention = resolveRetention(where, options.retention, options.retentionIntervalMs);
   return {
     connection,
     cluster: options.cluster,
@@ -115,6 +129,8 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
     shutdownTimeoutMs,
     autoStart,
     publishTimeoutMs,
+    retention: retention.rules,
+    retentionIntervalMs: retention.intervalMs,
   };
 }
 
@@ -183,6 +199,7 @@ export function checkHandlerOptions(where: string, options: Partial<StreamHandle
       messages.badOption(where, 'deadLetterStream', 'a stream name or false', o.deadLetterStream),
     );
   }
+  if (o.consumerCleanup !== undefined) checkConsumerCleanup(where, o.consumerCleanup);
   if (o.codec !== undefined) {
     try {
       resolveCodec(o.codec);

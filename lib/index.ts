@@ -5,6 +5,7 @@ export { Payload } from './decorators/payload.decorator';
 export { Ctx } from './decorators/ctx.decorator';
 export type { StreamPipe } from './decorators/stream-param.decorator';
 export { ECHO_STREAM_CONTEXT_TYPE } from './handlers/handler-pipeline.factory';
+export { StreamArchive } from './decorators/stream-archive.decorator';
 export { StreamProducer } from './producer/stream-producer.service';
 export { brandedId, brandedIdTime, BrandedIdGenerator, isBrandedId } from './producer/branded-id';
 export { ConsumerStats } from './stats/consumer-stats.service';

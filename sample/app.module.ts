@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 // A real app imports this from 'nestjs-echo-stream'.
 import { EchoStreamModule } from '../lib';
 import { SampleConfig, SampleConfigModule } from './config';
-import { OrdersModule } from './orders';
+import { ORDERS_STREAM, OrdersModule } from './orders';
 import { StatsModule } from './stats/stats.module';
 
 /** The sample: publish orders over HTTP, consume them in two groups, watch it on `GET /`. */
@@ -15,6 +15,10 @@ import { StatsModule } from './stats/stats.module';
         connection: config.redisUrl,
         consumerName: config.consumerName,
         shutdownTimeoutMs: 5000,
+        // keep the newest 1000 orders (more while a group still needs them); older ones go to
+        // OrdersArchiveHandler's JSON-lines file first
+        retention: [{ stream: ORDERS_STREAM, maxLen: 1000 }],
+        retentionIntervalMs: 10_000,
       }),
     }),
     OrdersModule,

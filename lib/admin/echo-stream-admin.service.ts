@@ -1,6 +1,7 @@
-import { Injectable, Logger } from '@nestjs/common';
-import { ID_FIELD } from '../codec/codecs';
+import { Injectable, Logger, Optional } from '@nestjs/common';
+import { ID_FIELD, resolveCodec } from '../codec/codecs';
 import { EchoStreamConnections } from '../echo-stream.connections';
+import { EchoStreamLifecycle } from '../echo-stream.lifecycle';
 import { EchoStreamOrchestrator } from '../echo-stream.orchestrator';
 import { ConsumerRegistry } from '../echo-stream.registry';
 import type {
@@ -8,7 +9,10 @@ import type {
   DeadLetterQueryOptions,
   RedriveOptions,
 } from '../interfaces/dead-letter-entry.interface';
+import type { HistoryEntry, HistoryOptions } from '../interfaces/lifecycle.interface';
+import { historyWindow, readHistory } from '../lifecycle/history-reader';
 import { compareEntryIds, entryIdMs } from '../redis/entry-id';
+import { RedisLifecycleClient } from '../redis/lifecycle-client';
 import type { RawEntry } from '../redis/streams-client';
 
 /** Entries read from a dead-letter stream per XRANGE. */
@@ -40,7 +44,33 @@ export class EchoStreamAdmin {
     private readonly connections: EchoStreamConnections,
     private readonly registry: ConsumerRegistry,
     private readonly orchestrator: EchoStreamOrchestrator,
+    @Optional() private readonly lifecycle?: EchoStreamLifecycle,
   ) {}
+
+  /**
+   * Reads `stream` as it was: the entries between `from` and `to` (each a `Date` or an entry id,
+   * both inclusive), oldest first, at most `count`, one XRANGE page at a time as you iterate
+   * (constant memory, whatever the length). Payloads are decoded with `options.codec`, else the
+   * codec of this app's handler of the stream, else the module default; an entry the codec cannot
+   * decode comes with `payload: undefined` and `decodeError`. Raw `fields` are always there.
+   * @throws TypeError (when iteration starts, nothing read) on a bad bound or count, or `from` after `to`.
+   *
+   * @example
+   * ```ts
+   * for await (const entry of admin.history<Order>('orders', { from: new Date(Date.now() - 3_600_000) })) { ... }
+   * ```
+   */
+  async *history<T = unknown>(
+    stream: string,
+    options: HistoryOptions = {},
+  ): AsyncGenerator<HistoryEntry<T>, void, undefined> {
+    const window = historyWindow(stream, options);
+    const codec =
+      options.codec !== undefined
+        ? resolveCodec(options.codec)
+        : (this.lifecycle?.codecFor(stream) ?? resolveCodec('json'));
+    yield* readHistory<T>(new RedisLifecycleClient(this.connections.client), stream, window, codec);
+  }
 
   /** Starts the handler loops (for `autoStart: false`); idempotent. */
   start(): void {

@@ -8,3 +8,4 @@ export * from './publish.interface';
 export * from './stream-handler-options.interface';
 export * from './stream-message.interface';
 export * from './redis-link-status.interface';
+export * from './lifecycle.interface';

@@ -1,4 +1,5 @@
 import type { ClusterNode, ClusterOptions, RedisOptions } from 'ioredis';
+import type { RetentionRule } from './lifecycle.interface';
 import { StreamHandlerOptions } from './stream-handler-options.interface';
 
 /** A Redis Cluster to use instead of `connection`. */
@@ -43,4 +44,16 @@ export interface EchoStreamModuleOptions {
    * @see README "When Redis is down"
    */
   publishTimeoutMs?: number;
+  /**
+   * Safe retention: per stream, trim entries older than `maxAgeMs` and/or beyond the newest
+   * `maxLen`, never one that a group of the stream has not acknowledged yet.
+   * @default [] (nothing trimmed)
+   * @see README "Retention and archive"
+   */
+  retention?: RetentionRule[];
+  /**
+   * How often (ms) retention runs; one process per stream does the work (a lock in Redis).
+   * @default 60000
+   */
+  retentionIntervalMs?: number;
 }

@@ -1,4 +1,5 @@
 import { CodecOption } from './codec.interface';
+import type { ConsumerCleanupOptions } from './lifecycle.interface';
 
 /** Per-handler options of `@StreamHandler(stream, group, options)`; module `defaults` apply first. */
 export interface StreamHandlerOptions {
@@ -57,4 +58,11 @@ export interface StreamHandlerOptions {
    * @default `${stream}:dlq`
    */
   deadLetterStream: string | false;
+  /**
+   * Deletes consumers of the group idle longer than `idleMs` that hold no pending entries (the
+   * names of processes long gone); `false` to keep every consumer.
+   * @default { idleMs: 86400000 }
+   * @see README "Consumer cleanup"
+   */
+  consumerCleanup: ConsumerCleanupOptions | false;
 }

@@ -26,3 +26,17 @@ function split(entryId: string): [bigint, bigint] {
   const seq = dash < 0 ? '0' : entryId.slice(dash + 1);
   return [BigInt(ms), BigInt(seq)];
 }
+
+/** True for a complete or ms-only stream entry id (`1700000000000-0`, `1700000000000`). */
+export function isEntryId(value: string): boolean {
+  return /^\d+(?:-\d+)?$/.test(value);
+}
+
+/**
+ * The smallest entry id greater than `entryId` (`5-3` -> `5-4`): an `XTRIM MINID` bound that
+ * keeps everything after `entryId` and nothing before it.
+ */
+export function nextEntryId(entryId: string): string {
+  const [ms, seq] = split(entryId);
+  return seq === 18_446_744_073_709_551_615n ? `${ms + 1n}-0` : `${ms}-${seq + 1n}`;
+}

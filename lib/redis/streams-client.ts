@@ -617,7 +617,8 @@ export class RedisStreamsClient implements StreamsClient {
   }
 }
 
-function withDeadline<T>(
+/** Rejects with {@link RedisDeadlineError} (after `onExpire`) when `promise` takes longer than `ms`. */
+export function withDeadline<T>(
   promise: Promise<T>,
   ms: number,
   command: string,

@@ -1,9 +1,11 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, Optional } from '@nestjs/common';
 import { errorText } from '../codec/codecs';
 import { EchoStreamConnections } from '../echo-stream.connections';
+import { EchoStreamLifecycle } from '../echo-stream.lifecycle';
 import { ConsumerRegistry } from '../echo-stream.registry';
 import type { ConsumerSnapshot, GroupInspection } from '../interfaces/consumer-snapshot.interface';
 import type { RedisLinkStatus } from '../interfaces/redis-link-status.interface';
+import type { RetentionReport } from '../interfaces/lifecycle.interface';
 import { entryIdMs } from '../redis/entry-id';
 import { groupKey, renderPrometheus } from './prometheus';
 
@@ -26,7 +28,19 @@ export class ConsumerStats {
   constructor(
     private readonly registry: ConsumerRegistry,
     private readonly connections: EchoStreamConnections,
+    @Optional() private readonly lifecycle?: EchoStreamLifecycle,
   ) {}
+
+  /**
+   * Retention figures of `stream` as of its last run (SPEC §12): entries this process trimmed,
+   * the group holding the trim back (`null` when none), the oldest entry id left and the length.
+   * Every process refreshes them each `retentionIntervalMs`, the lock holder or not.
+   * @throws TypeError when the module option `retention` has no rule for `stream`.
+   */
+  retention(stream: string): RetentionReport {
+    if (!this.lifecycle) throw new TypeError('ConsumerStats.retention(): no retention configured');
+    return this.lifecycle.report(stream);
+  }
 
   /** One snapshot per running handler loop (empty before start and after shutdown). */
   snapshot(): ConsumerSnapshot[] {
@@ -75,7 +89,7 @@ export class ConsumerStats {
    */
   prometheus(): string {
     this.refreshGroupFigures();
-    return renderPrometheus(this.snapshot(), this.inspections);
+    return renderPrometheus(this.snapshot(), this.inspections, this.lifecycle?.reports() ?? []);
   }
 
   private refreshGroupFigures(): void {

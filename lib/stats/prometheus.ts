@@ -3,6 +3,7 @@ import type {
   ConsumerState,
   GroupInspection,
 } from '../interfaces/consumer-snapshot.interface';
+import type { RetentionReport } from '../interfaces/lifecycle.interface';
 
 /** The `Content-Type` of the text exposition format 0.0.4, for an HTTP `/metrics` response. */
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -96,6 +97,27 @@ const GROUP_FAMILIES: readonly GroupFamily[] = [
   },
 ];
 
+/** Per-stream figures of retention (SPEC §12), one sample per stream with a retention rule. */
+const RETENTION_FAMILIES: ReadonlyArray<{
+  name: string;
+  type: 'counter' | 'gauge';
+  help: string;
+  value(report: RetentionReport): number;
+}> = [
+  {
+    name: 'echo_stream_retention_trimmed_total',
+    type: 'counter',
+    help: 'Entries trimmed by retention in this process.',
+    value: (r) => r.trimmedTotal,
+  },
+  {
+    name: 'echo_stream_length',
+    type: 'gauge',
+    help: 'Length of the stream (as of the last retention run).',
+    value: (r) => r.length,
+  },
+];
+
 /** The key of a group in the `inspections` map of {@link renderPrometheus}. */
 export function groupKey(stream: string, group: string): string {
   return `${stream}\u0000${group}`;
@@ -125,6 +147,7 @@ const STATES = Object.keys({
 export function renderPrometheus(
   snapshots: readonly ConsumerSnapshot[],
   inspections: ReadonlyMap<string, GroupInspection> = new Map(),
+  retention: readonly RetentionReport[] = [],
 ): string {
   const lines: string[] = [];
   const labels = snapshots.map(labelPairs);
@@ -144,6 +167,17 @@ export function renderPrometheus(
       const value = inspection ? family.value(inspection) : null;
       if (value !== null) lines.push(`${family.name}{${labels[i]}} ${formatValue(value)}`);
     });
+  }
+  for (const family of RETENTION_FAMILIES) {
+    lines.push(
+      `# HELP ${family.name} ${escapeHelp(family.help)}`,
+      `# TYPE ${family.name} ${family.type}`,
+    );
+    for (const report of retention) {
+      lines.push(
+        `${family.name}{stream="${escapeLabelValue(report.stream)}"} ${formatValue(family.value(report))}`,
+      );
+    }
   }
   lines.push(
     `# HELP ${STATE_FAMILY.name} ${escapeHelp(STATE_FAMILY.help)}`,

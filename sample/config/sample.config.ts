@@ -10,6 +10,8 @@ export class SampleConfig {
   readonly host: string;
   /** Consumer name in every group. `CONSUMER_NAME`. @default the module's `${hostname}-${pid}` */
   readonly consumerName: string | undefined;
+  /** JSON-lines file the orders archive appends trimmed entries to. `ARCHIVE_FILE`. @default 'orders-archive.jsonl' */
+  readonly archiveFile: string;
 
   constructor(values: Partial<SampleConfig> = {}) {
     this.redisUrl = values.redisUrl ?? 'redis://127.0.0.1:6379';
@@ -17,6 +19,7 @@ export class SampleConfig {
     this.port = values.port ?? 3000;
     this.host = values.host ?? '127.0.0.1';
     this.consumerName = values.consumerName;
+    this.archiveFile = values.archiveFile ?? 'orders-archive.jsonl';
     if (!(this.failureRate >= 0 && this.failureRate <= 1)) {
       throw new RangeError(`FAILURE_RATE must be a number from 0 to 1, got ${values.failureRate}`);
     }
@@ -25,7 +28,7 @@ export class SampleConfig {
     }
   }
 
-  /** Reads `REDIS_URL`, `FAILURE_RATE`, `PORT`, `HOST`, `CONSUMER_NAME`. */
+  /** Reads `REDIS_URL`, `FAILURE_RATE`, `PORT`, `HOST`, `CONSUMER_NAME`, `ARCHIVE_FILE`. */
   static fromEnv(env: NodeJS.ProcessEnv = process.env): SampleConfig {
     const number = (name: string): number | undefined => {
       const raw = env[name];
@@ -40,6 +43,7 @@ export class SampleConfig {
       port: number('PORT'),
       host: env.HOST || undefined,
       consumerName: env.CONSUMER_NAME || undefined,
+      archiveFile: env.ARCHIVE_FILE || undefined,
     });
   }
 }

@@ -1,0 +1,7 @@
+export * from './consumer-cleanup';
+export * from './history-reader';
+export * from './lifecycle-options';
+export * from './periodic-task';
+export * from './retention-floor';
+export * from './retention-lease';
+export * from './stream-retention';
