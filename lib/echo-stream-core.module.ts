@@ -9,6 +9,7 @@ import { ConsumerRegistry } from './echo-stream.registry';
 import { StreamProducer } from './producer/stream-producer.service';
 import { ConsumerStats } from './stats/consumer-stats.service';
 import { EchoStreamHealthIndicator } from './stats/echo-stream-health.indicator';
+import { PromClientCollectors } from './stats/prom-client-collectors';
 
 /**
  * The static half of the module: discovery and the loops live here, so importing
@@ -26,6 +27,7 @@ import { EchoStreamHealthIndicator } from './stats/echo-stream-health.indicator'
     ConsumerStats,
     EchoStreamAdmin,
     EchoStreamHealthIndicator,
+    PromClientCollectors,
   ],
   exports: [StreamProducer, ConsumerStats, EchoStreamAdmin, EchoStreamHealthIndicator],
 })

@@ -4,16 +4,19 @@ import { resolveCodec } from './codec/codecs';
 import type { ResolvedHandlerOptions } from './consumer/consumer.types';
 import { messages } from './echo-stream.messages';
 import { EchoStreamConfigError } from './errors/echo-stream-config.error';
+import type { EchoStreamMetricsOptions } from './interfaces/metrics-options.interface';
 import type {
   EchoStreamClusterOptions,
   EchoStreamModuleOptions,
 } from './interfaces/module-options.interface';
 import type { StreamHandlerOptions } from './interfaces/stream-handler-options.interface';
+import { checkMetricsOptions } from './stats/metrics-options';
 
 /** Module options with every default applied (internal). */
 export interface ResolvedModuleOptions {
   connection: RedisOptions | string;
   cluster: EchoStreamClusterOptions | undefined;
+  metrics: EchoStreamMetricsOptions | undefined;
   consumerName: string;
   defaults: Partial<StreamHandlerOptions>;
   shutdownTimeoutMs: number;
@@ -57,6 +60,7 @@ const HANDLER_OPTION_NAMES: ReadonlyArray<keyof StreamHandlerOptions> = [
 const MODULE_OPTION_NAMES: ReadonlyArray<keyof EchoStreamModuleOptions> = [
   'connection',
   'cluster',
+  'metrics',
   'consumerName',
   'defaults',
   'shutdownTimeoutMs',
@@ -88,6 +92,7 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
       messages.badOption(where, 'cluster', '{ nodes: [...] }', options.cluster),
     );
   }
+  const metrics = checkMetricsOptions(where, options.metrics);
   const consumerName = options.consumerName ?? `${hostname()}-${process.pid}`;
   if (typeof consumerName !== 'string' || consumerName.length === 0) {
     throw new EchoStreamConfigError(
@@ -105,6 +110,7 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
   return {
     connection,
     cluster: options.cluster,
+    metrics,
     consumerName,
     defaults,
     shutdownTimeoutMs,
