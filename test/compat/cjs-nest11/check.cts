@@ -12,6 +12,7 @@ import {
   brandedIdTime,
   type ConsumerSnapshot,
   type DeadLetterMessage,
+  type EchoStreamMetricsOptions,
   type GroupInspection,
   type StreamMessage,
 } from 'nestjs-echo-stream';
@@ -63,3 +64,8 @@ export class Billing {
   providers: [Billing],
 })
 export class AppModule {}
+
+// The metrics option is typed without prom-client's typings (an app without prom-client compiles).
+export const metricsOption: EchoStreamMetricsOptions = {
+  registry: { registerMetric() {}, getSingleMetric: () => undefined, removeSingleMetric() {} },
+};
