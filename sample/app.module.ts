@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { register } from 'prom-client';
 // A real app imports this from 'nestjs-echo-stream'.
 import { EchoStreamModule } from '../lib';
 import { SampleConfig, SampleConfigModule } from './config';
@@ -15,6 +16,8 @@ import { StatsModule } from './stats/stats.module';
         connection: config.redisUrl,
         consumerName: config.consumerName,
         shutdownTimeoutMs: 5000,
+        // the module's metrics in prom-client's default registry, served on GET /metrics
+        metrics: { registry: register },
       }),
     }),
     OrdersModule,
