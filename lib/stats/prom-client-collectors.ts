@@ -5,7 +5,12 @@ import { messages } from '../echo-stream.messages';
 import type { ResolvedModuleOptions } from '../echo-stream.options';
 import { EchoStreamConfigError } from '../errors/echo-stream-config.error';
 import { ConsumerStats } from './consumer-stats.service';
-import { METRICS, type MetricDefinition, type MetricFigures } from './prometheus';
+import {
+  METRICS,
+  type MetricDefinition,
+  type MetricFigures,
+  type MetricSample,
+} from './prometheus';
 
 type PromClient = typeof import('prom-client');
 
@@ -64,6 +69,11 @@ export class PromClientCollectors implements OnModuleInit, OnApplicationShutdown
     this.registered = [];
   }
 
+  /**
+   * A collector that, at each scrape, replaces its series with the definition's samples (the
+   * reset drops the series of loops gone since the last scrape). A counter is filled with
+   * `inc` from zero, as prom-client counters cannot be set.
+   */
   private collector(promClient: PromClient, definition: MetricDefinition): Counter | Gauge {
     const config = {
       name: definition.name,
@@ -71,28 +81,23 @@ export class PromClientCollectors implements OnModuleInit, OnApplicationShutdown
       labelNames: definition.labelNames,
       registers: [],
     };
+    const figures = () => this.figures();
+    // prom-client calls `collect` with the metric as `this`
+    const refill = <M extends Counter | Gauge>(put: (metric: M, sample: MetricSample) => void) =>
+      function (this: M): void {
+        this.reset();
+        for (const sample of definition.samples(figures())) put(this, sample);
+      };
     if (definition.type === 'counter') {
-      const counter: Counter = new promClient.Counter({
+      return new promClient.Counter({
         ...config,
-        collect: () => {
-          counter.reset();
-          for (const { labels, value } of definition.samples(this.figures())) {
-            counter.inc(labels, value);
-          }
-        },
+        collect: refill<Counter>((counter, { labels, value }) => counter.inc(labels, value)),
       });
-      return counter;
     }
-    const gauge: Gauge = new promClient.Gauge({
+    return new promClient.Gauge({
       ...config,
-      collect: () => {
-        gauge.reset();
-        for (const { labels, value } of definition.samples(this.figures())) {
-          gauge.set(labels, value);
-        }
-      },
+      collect: refill<Gauge>((gauge, { labels, value }) => gauge.set(labels, value)),
     });
-    return gauge;
   }
 
   /**

@@ -7,10 +7,7 @@ import { Counter, Registry } from 'prom-client';
 import type { ConsumerStats } from '../../lib';
 import type { ResolvedModuleOptions } from '../../lib/echo-stream.options';
 import { EchoStreamConfigError } from '../../lib/errors/echo-stream-config.error';
-import type {
-  ConsumerSnapshot,
-  GroupInspection,
-} from '../../lib/interfaces/consumer-snapshot.interface';
+import type { GroupInspection } from '../../lib/interfaces/consumer-snapshot.interface';
 import { PromClientCollectors } from '../../lib/stats/prom-client-collectors';
 import {
   METRICS,
@@ -18,25 +15,7 @@ import {
   renderPrometheus,
   type MetricFigures,
 } from '../../lib/stats/prometheus';
-
-function snapshot(overrides: Partial<ConsumerSnapshot> = {}): ConsumerSnapshot {
-  return {
-    stream: 'orders',
-    group: 'billing',
-    consumer: 'host-1',
-    handler: 'Billing.charge',
-    state: 'running',
-    totalRead: 10,
-    totalAcked: 8,
-    totalDlq: 1,
-    totalErrors: 3,
-    totalDeleted: 2,
-    tpsIn: 1.5,
-    tpsOut: 0.8,
-    lastError: null,
-    ...overrides,
-  };
-}
+import { snapshotFixture as snapshot } from '../support/snapshot-fixture';
 
 const inspection: GroupInspection = {
   pending: 4,
