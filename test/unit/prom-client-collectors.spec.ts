@@ -3,6 +3,7 @@
  * (same families, HELP, TYPE, labels and values, group gauges and one-hot state included), read
  * the figures at scrape time, and leave the registry as they found it at shutdown.
  */
+import { jest } from '@jest/globals';
 import { Counter, Registry } from 'prom-client';
 import type { ConsumerStats } from '../../lib';
 import type { ResolvedModuleOptions } from '../../lib/echo-stream.options';
@@ -112,6 +113,25 @@ describe('PromClientCollectors', () => {
     );
     expect(text).not.toContain('group="billing"');
     subject.onApplicationShutdown();
+  });
+
+  it('reads fresh figures at every scrape under jest fake timers too', async () => {
+    jest.useFakeTimers();
+    try {
+      const figures = {
+        current: { snapshots: [snapshot({ totalAcked: 1 })], inspections: new Map() },
+      };
+      const registry = new Registry();
+      const { stats } = fakeStats(figures);
+      const subject = collectors(stats, registry);
+      await subject.onModuleInit();
+      expect(await scrape(registry)).toMatch(/^echo_stream_acked_total\{.*\} 1$/m);
+      figures.current = { snapshots: [snapshot({ totalAcked: 2 })], inspections: new Map() };
+      expect(await scrape(registry)).toMatch(/^echo_stream_acked_total\{.*\} 2$/m);
+      subject.onApplicationShutdown();
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it("removes its metrics at shutdown and leaves the app's own alone", async () => {
