@@ -9,6 +9,7 @@ import type { ConsumerStats } from '../../lib';
 import type { ResolvedModuleOptions } from '../../lib/echo-stream.options';
 import { EchoStreamConfigError } from '../../lib/errors/echo-stream-config.error';
 import type { GroupInspection } from '../../lib/interfaces/consumer-snapshot.interface';
+import { checkMetricsOptions } from '../../lib/stats/metrics-options';
 import { PromClientCollectors } from '../../lib/stats/prom-client-collectors';
 import {
   METRICS,
@@ -172,5 +173,29 @@ describe('PromClientCollectors', () => {
     expect(registry.getMetricsAsArray()).toHaveLength(1);
     subject.onApplicationShutdown();
     expect(registry.getSingleMetric('echo_stream_acked_total')).toBeDefined();
+  });
+});
+
+describe('the metrics option', () => {
+  const where = 'EchoStreamModule';
+
+  it('takes a prom-client Registry, the default one or a new one', () => {
+    const options = { registry: new Registry() };
+    expect(checkMetricsOptions(where, options)).toBe(options);
+    expect(checkMetricsOptions(where, undefined)).toBeUndefined();
+  });
+
+  it.each([
+    ['a string', 'yes', /option 'metrics' must be \{ registry \}.*got 'yes'/],
+    ['an unknown key', { registry: new Registry(), prefix: 'x' }, /unknown option 'prefix'/],
+    ['no registry', {}, /option 'metrics.registry' must be a prom-client Registry.*got undefined/],
+    [
+      'a registry without removeSingleMetric',
+      { registry: { registerMetric() {}, getSingleMetric() {} } },
+      /option 'metrics.registry' must be a prom-client Registry.*got an object/,
+    ],
+  ])('rejects %s, naming the option', (_what, value, message) => {
+    expect(() => checkMetricsOptions(where, value as never)).toThrow(EchoStreamConfigError);
+    expect(() => checkMetricsOptions(where, value as never)).toThrow(message);
   });
 });
