@@ -3,6 +3,7 @@
  * any `new Registry()` fits. Declared here so the package's typings do not need prom-client.
  */
 export interface EchoStreamMetricsRegistry {
+  /** prom-client's `registerMetric` (`never`: any prom-client copy's metric type fits). */
   registerMetric(metric: never): void;
   getSingleMetric(name: string): unknown;
   removeSingleMetric(name: string): void;
