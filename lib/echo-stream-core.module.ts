@@ -12,6 +12,7 @@ import { StreamProducer } from './producer/stream-producer.service';
 import { ConsumerStats } from './stats/consumer-stats.service';
 import { EchoStreamHealthIndicator } from './stats/echo-stream-health.indicator';
 import { HandlerPipelineFactory } from './handlers/handler-pipeline.factory';
+import { PromClientCollectors } from './stats/prom-client-collectors';
 
 /**
  * The static half of the module: discovery and the loops live here, so importing
@@ -32,6 +33,7 @@ import { HandlerPipelineFactory } from './handlers/handler-pipeline.factory';
     HandlerPipelineFactory,
     StreamArchiveExplorer,
     EchoStreamLifecycle,
+    PromClientCollectors,
   ],
   exports: [StreamProducer, ConsumerStats, EchoStreamAdmin, EchoStreamHealthIndicator],
 })

@@ -6,6 +6,13 @@ export const messages = {
     `${where}: option '${option}' must be ${expected}, got ${describe(value)}`,
   unknownOption: (where: string, option: string, known: readonly string[]) =>
     `${where}: unknown option '${option}' (known: ${known.join(', ')})`,
+  missingPeer: (option: string, peer: string, range: string) =>
+    `EchoStreamModule: option '${option}' needs the optional peer dependency '${peer}' (${range}), ` +
+    `which is not installed: npm install ${peer} (or remove the option)`,
+  metricTaken: (name: string) =>
+    `EchoStreamModule: option 'metrics': the registry already has a metric named '${name}'. ` +
+    `Another app registered in this registry is still running (close it first), or the app ` +
+    `defines a metric of that name itself`,
   duplicateHandler: (stream: string, group: string, first: string, second: string) =>
     `Two @StreamHandler methods consume ${stream}/${group}: ${first} and ${second}. ` +
     `Both would be the same consumer of the group and split its entries at random; ` +

@@ -4,6 +4,7 @@ import { resolveCodec } from './codec/codecs';
 import type { ResolvedHandlerOptions } from './consumer/consumer.types';
 import { messages } from './echo-stream.messages';
 import { EchoStreamConfigError } from './errors/echo-stream-config.error';
+import type { EchoStreamMetricsOptions } from './interfaces/metrics-options.interface';
 import type {
   EchoStreamClusterOptions,
   EchoStreamModuleOptions,
@@ -15,11 +16,13 @@ import {
   resolveRetention,
   type ResolvedRetentionRule,
 } from './lifecycle/lifecycle-options';
+import { checkMetricsOptions } from './stats/metrics-options';
 
 /** Module options with every default applied (internal). */
 export interface ResolvedModuleOptions {
   connection: RedisOptions | string;
   cluster: EchoStreamClusterOptions | undefined;
+  metrics: EchoStreamMetricsOptions | undefined;
   consumerName: string;
   defaults: Partial<StreamHandlerOptions>;
   shutdownTimeoutMs: number;
@@ -70,6 +73,7 @@ const HANDLER_OPTION_NAMES: ReadonlyArray<keyof StreamHandlerOptions> = [
 const MODULE_OPTION_NAMES: ReadonlyArray<keyof EchoStreamModuleOptions> = [
   'connection',
   'cluster',
+  'metrics',
   'consumerName',
   'defaults',
   'shutdownTimeoutMs',
@@ -104,6 +108,7 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
       messages.badOption(where, 'cluster', '{ nodes: [...] }', options.cluster),
     );
   }
+  const metrics = checkMetricsOptions(where, options.metrics);
   const consumerName = options.consumerName ?? `${hostname()}-${process.pid}`;
   if (typeof consumerName !== 'string' || consumerName.length === 0) {
     throw new EchoStreamConfigError(
@@ -124,6 +129,7 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
   return {
     connection,
     cluster: options.cluster,
+    metrics,
     consumerName,
     defaults,
     shutdownTimeoutMs,

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { register } from 'prom-client';
 // A real app imports this from 'nestjs-echo-stream'.
 import { EchoStreamModule } from '../lib';
 import { SampleConfig, SampleConfigModule } from './config';
@@ -19,6 +20,8 @@ import { StatsModule } from './stats/stats.module';
         // OrdersArchiveHandler's JSON-lines file first
         retention: [{ stream: ORDERS_STREAM, maxLen: 1000 }],
         retentionIntervalMs: 10_000,
+        // the module's metrics in prom-client's default registry, served on GET /metrics
+        metrics: { registry: register },
       }),
     }),
     OrdersModule,

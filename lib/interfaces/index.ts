@@ -3,6 +3,7 @@ export * from './consumer-snapshot.interface';
 export * from './dead-letter-entry.interface';
 export * from './dead-letter-message.interface';
 export * from './health-indicator.interface';
+export * from './metrics-options.interface';
 export * from './module-options.interface';
 export * from './publish.interface';
 export * from './stream-handler-options.interface';

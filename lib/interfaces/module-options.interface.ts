@@ -1,5 +1,6 @@
 import type { ClusterNode, ClusterOptions, RedisOptions } from 'ioredis';
 import type { RetentionRule } from './lifecycle.interface';
+import type { EchoStreamMetricsOptions } from './metrics-options.interface';
 import { StreamHandlerOptions } from './stream-handler-options.interface';
 
 /** A Redis Cluster to use instead of `connection`. */
@@ -17,6 +18,13 @@ export interface EchoStreamModuleOptions {
   connection?: RedisOptions | string;
   /** Use a Redis Cluster instead of `connection`. */
   cluster?: EchoStreamClusterOptions;
+  /**
+   * Register the module's metrics in the app's prom-client registry (optional peer
+   * `prom-client` ^15). Without it nothing is registered; `ConsumerStats.prometheus()` works
+   * either way.
+   * @default undefined (no registry)
+   */
+  metrics?: EchoStreamMetricsOptions;
   /**
    * This process's consumer name in every group. A stable name lets a restarted process drain
    * its own pending entries at once.

@@ -7,7 +7,7 @@ import type { ConsumerSnapshot, GroupInspection } from '../interfaces/consumer-s
 import type { RedisLinkStatus } from '../interfaces/redis-link-status.interface';
 import type { RetentionReport } from '../interfaces/lifecycle.interface';
 import { entryIdMs } from '../redis/entry-id';
-import { groupKey, renderPrometheus } from './prometheus';
+import { groupKey, renderPrometheus, type MetricFigures } from './prometheus';
 
 /** The group gauges of `prometheus()` are refreshed from Redis at most this often. */
 const GROUP_FIGURES_MAX_AGE_MS = 1000;
@@ -88,8 +88,23 @@ export class ConsumerStats {
    * second), so a scraper sees figures at most one scrape old; the very first scrape has none.
    */
   prometheus(): string {
+    const { snapshots, inspections, retention } = this.metricFigures();
+    return renderPrometheus(snapshots, inspections, retention);
+  }
+
+  /**
+   * What `prometheus()` and the prom-client collectors of the `metrics` option render (one
+   * source for both): every loop's snapshot plus the last inspection of each group, refreshed in
+   * the background as `prometheus()` describes.
+   * @internal not part of the API; use `prometheus()` or the `metrics` module option.
+   */
+  metricFigures(): MetricFigures {
     this.refreshGroupFigures();
-    return renderPrometheus(this.snapshot(), this.inspections, this.lifecycle?.reports() ?? []);
+    return {
+      snapshots: this.snapshot(),
+      inspections: this.inspections,
+      retention: this.lifecycle?.reports() ?? [],
+    };
   }
 
   private refreshGroupFigures(): void {

@@ -137,58 +137,113 @@ const STATES = Object.keys({
   stopped: true,
 } satisfies Record<ConsumerState, true>) as ConsumerState[];
 
+/** What the metrics are read from: the loops' snapshots and the last inspection of each group. */
+export interface MetricFigures {
+  readonly snapshots: readonly ConsumerSnapshot[];
+  /** Keyed by {@link groupKey}. */
+  readonly inspections: ReadonlyMap<string, GroupInspection>;
+  /** One report per stream with a retention rule (SPEC §12). */
+  readonly retention: readonly RetentionReport[];
+}
+
+/** One series of a metric: its labels (in `labelNames` order) and its value. */
+export interface MetricSample {
+  readonly labels: Readonly<Record<string, string>>;
+  readonly value: number;
+}
+
 /**
- * Renders loop snapshots in the Prometheus text exposition format 0.0.4: per family one `# HELP`
- * and one `# TYPE` line, then one sample per loop labelled `stream`, `group`, `consumer` and
- * `handler` (`echo_stream_state` adds `state`, one-hot). Families are emitted even with no loops.
- * Group gauges (pending, lag, oldest pending, dead letters) come from `inspections` (keyed by
- * {@link groupKey}) where a loop's group has one. Pure: no clock, no I/O.
+ * One metric family as every renderer sees it: the text of `ConsumerStats.prometheus()` and the
+ * prom-client collectors of the `metrics` option both walk {@link METRICS}, so a row added to
+ * `FAMILIES`, `GROUP_FAMILIES` or `RETENTION_FAMILIES` above shows up in both.
+ */
+export interface MetricDefinition {
+  readonly name: string;
+  readonly type: 'counter' | 'gauge';
+  readonly help: string;
+  readonly labelNames: readonly string[];
+  samples(figures: MetricFigures): MetricSample[];
+}
+
+/** The labels of every series: which loop it belongs to. */
+const LOOP_LABEL_NAMES = ['stream', 'group', 'consumer', 'handler'] as const;
+
+function loopLabels(s: ConsumerSnapshot): Record<string, string> {
+  return { stream: s.stream, group: s.group, consumer: s.consumer, handler: s.handler };
+}
+
+/**
+ * Every metric family, in exposition order: per-loop counters and gauges, the group gauges
+ * (a sample only where the loop's group has been inspected and the figure is known), then the
+ * one-hot `echo_stream_state`.
+ */
+export const METRICS: readonly MetricDefinition[] = [
+  ...FAMILIES.map((family): MetricDefinition => ({
+    name: family.name,
+    type: family.type,
+    help: family.help,
+    labelNames: LOOP_LABEL_NAMES,
+    samples: ({ snapshots }) =>
+      snapshots.map((s) => ({ labels: loopLabels(s), value: family.value(s) })),
+  })),
+  ...GROUP_FAMILIES.map((family): MetricDefinition => ({
+    name: family.name,
+    type: 'gauge',
+    help: family.help,
+    labelNames: LOOP_LABEL_NAMES,
+    samples: ({ snapshots, inspections }) =>
+      snapshots.flatMap((s) => {
+        const inspection = inspections.get(groupKey(s.stream, s.group));
+        const value = inspection ? family.value(inspection) : null;
+        return value === null ? [] : [{ labels: loopLabels(s), value }];
+      }),
+  })),
+  ...RETENTION_FAMILIES.map((family): MetricDefinition => ({
+    name: family.name,
+    type: family.type,
+    help: family.help,
+    labelNames: ['stream'],
+    samples: ({ retention }) =>
+      retention.map((r) => ({ labels: { stream: r.stream }, value: family.value(r) })),
+  })),
+  {
+    name: STATE_FAMILY.name,
+    type: 'gauge',
+    help: STATE_FAMILY.help,
+    labelNames: [...LOOP_LABEL_NAMES, 'state'],
+    samples: ({ snapshots }) =>
+      snapshots.flatMap((s) =>
+        STATES.map((state) => ({
+          labels: { ...loopLabels(s), state },
+          value: s.state === state ? 1 : 0,
+        })),
+      ),
+  },
+];
+
+/**
+ * Renders {@link METRICS} in the Prometheus text exposition format 0.0.4: per family one
+ * `# HELP` and one `# TYPE` line, then one sample per loop labelled `stream`, `group`, `consumer`
+ * and `handler` (`echo_stream_state` adds `state`, one-hot). Families are emitted even with no
+ * loops. Group gauges (pending, lag, oldest pending, dead letters) come from `inspections` (keyed
+ * by {@link groupKey}) where a loop's group has one. Pure: no clock, no I/O.
  */
 export function renderPrometheus(
   snapshots: readonly ConsumerSnapshot[],
   inspections: ReadonlyMap<string, GroupInspection> = new Map(),
   retention: readonly RetentionReport[] = [],
 ): string {
+  const figures: MetricFigures = { snapshots, inspections, retention };
   const lines: string[] = [];
-  const labels = snapshots.map(labelPairs);
-  for (const family of FAMILIES) {
+  for (const metric of METRICS) {
     lines.push(
-      `# HELP ${family.name} ${escapeHelp(family.help)}`,
-      `# TYPE ${family.name} ${family.type}`,
+      `# HELP ${metric.name} ${escapeHelp(metric.help)}`,
+      `# TYPE ${metric.name} ${metric.type}`,
     );
-    snapshots.forEach((snapshot, i) => {
-      lines.push(`${family.name}{${labels[i]}} ${formatValue(family.value(snapshot))}`);
-    });
-  }
-  for (const family of GROUP_FAMILIES) {
-    lines.push(`# HELP ${family.name} ${escapeHelp(family.help)}`, `# TYPE ${family.name} gauge`);
-    snapshots.forEach((snapshot, i) => {
-      const inspection = inspections.get(groupKey(snapshot.stream, snapshot.group));
-      const value = inspection ? family.value(inspection) : null;
-      if (value !== null) lines.push(`${family.name}{${labels[i]}} ${formatValue(value)}`);
-    });
-  }
-  for (const family of RETENTION_FAMILIES) {
-    lines.push(
-      `# HELP ${family.name} ${escapeHelp(family.help)}`,
-      `# TYPE ${family.name} ${family.type}`,
-    );
-    for (const report of retention) {
-      lines.push(
-        `${family.name}{stream="${escapeLabelValue(report.stream)}"} ${formatValue(family.value(report))}`,
-      );
+    for (const { labels, value } of metric.samples(figures)) {
+      lines.push(`${metric.name}{${labelPairs(labels)}} ${formatValue(value)}`);
     }
   }
-  lines.push(
-    `# HELP ${STATE_FAMILY.name} ${escapeHelp(STATE_FAMILY.help)}`,
-    `# TYPE ${STATE_FAMILY.name} gauge`,
-  );
-  snapshots.forEach((snapshot, i) => {
-    for (const state of STATES) {
-      const value = snapshot.state === state ? 1 : 0;
-      lines.push(`${STATE_FAMILY.name}{${labels[i]},state="${state}"} ${value}`);
-    }
-  });
   return `${lines.join('\n')}\n`;
 }
 
@@ -201,11 +256,10 @@ function escapeHelp(text: string): string {
   return text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
 }
 
-function labelPairs(snapshot: ConsumerSnapshot): string {
-  return (
-    `stream="${escapeLabelValue(snapshot.stream)}",group="${escapeLabelValue(snapshot.group)}",` +
-    `consumer="${escapeLabelValue(snapshot.consumer)}",handler="${escapeLabelValue(snapshot.handler)}"`
-  );
+function labelPairs(labels: Readonly<Record<string, string>>): string {
+  return Object.entries(labels)
+    .map(([name, value]) => `${name}="${escapeLabelValue(value)}"`)
+    .join(',');
 }
 
 function formatValue(value: number): string {

@@ -1,10 +1,12 @@
 import { Controller, Get, Header } from '@nestjs/common';
-// A real app imports this from 'nestjs-echo-stream'.
-import { PROMETHEUS_CONTENT_TYPE } from '../../lib';
+import { register } from 'prom-client';
 import { STATS_PAGE } from './stats-page';
 import { StatsService, type StatsView } from './stats.service';
 
-/** `GET /` (live page), `GET /stats` (JSON), `GET /metrics` (Prometheus text format). */
+/**
+ * `GET /` (live page), `GET /stats` (JSON), `GET /metrics` (Prometheus text format: prom-client's
+ * default registry, where EchoStreamModule's `metrics` option put its metrics beside Node's).
+ */
 @Controller()
 export class StatsController {
   constructor(private readonly stats: StatsService) {}
@@ -23,8 +25,8 @@ export class StatsController {
   }
 
   @Get('metrics')
-  @Header('Content-Type', PROMETHEUS_CONTENT_TYPE)
-  metrics(): string {
-    return this.stats.prometheus();
+  @Header('Content-Type', register.contentType)
+  metrics(): Promise<string> {
+    return register.metrics();
   }
 }

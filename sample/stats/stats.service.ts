@@ -50,8 +50,4 @@ export class StatsService {
       ledger: { charged: this.ledger.total, duplicates: this.ledger.duplicates },
     };
   }
-
-  prometheus(): string {
-    return this.stats.prometheus();
-  }
 }

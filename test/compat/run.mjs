@@ -11,7 +11,9 @@
  * throw-away redis-server on a free loopback port, runs the app with REDIS_URL pointing at it,
  * publishes `XADD compat-stream * id evt-1 data {"a":1}` with redis-cli once the app says `ready`,
  * and asserts that the app handled exactly that payload, closed and exited 0 on its own (no open
- * handles), and that XPENDING of the group is 0 afterwards. One line per app; exit 1 on a failure.
+ * handles), and that XPENDING of the group is 0 afterwards. The apps do not install the optional
+ * peer prom-client: `prometheus()` must work and the `metrics` option must fail bootstrap with a
+ * clear error. One line per app; exit 1 on a failure.
  *
  * Needs: a built dist/ (built here when missing), network or a warm npm cache (installs use
  * --prefer-offline), redis-server and redis-cli on PATH. KEEP_COMPAT_TMP=1 keeps the temp dir.
@@ -210,18 +212,47 @@ async function check(app, tarball) {
         );
       }
     }
+    const withoutPromClient = checkWithoutPromClient(dir, stdout);
     const ready = stdout.split('\n').find((l) => l.startsWith('ready '));
     const pending = (await redis.cli('XPENDING', STREAM, GROUP)).split('\n')[0];
     if (pending !== '0') throw new Error(`XPENDING ${STREAM} ${GROUP} = ${pending}, expected 0`);
     return (
       `ok (Nest ${nestVersion}, ${app.kind}, node ${process.version}) ` +
       `loops ${ready.slice(6)}, handled ${handled.id} ${JSON.stringify(handled.payload)} ` +
-      `attempts ${handled.attempts}, XPENDING 0, exited after close; ` +
+      `attempts ${handled.attempts}, XPENDING 0, ${withoutPromClient}, exited after close; ` +
       `install ${installTime}, tsc ${checkTime}, run ${runTime}, total ${elapsed(t0)}`
     );
   } finally {
     await redis.stop();
   }
+}
+
+/**
+ * The app runs without the optional peer prom-client: `prometheus()` renders the loop's figures,
+ * and the `metrics` option fails bootstrap with the error naming the missing peer.
+ */
+function checkWithoutPromClient(dir, stdout) {
+  if (fs.existsSync(path.join(dir, 'node_modules', 'prom-client'))) {
+    throw new Error('prom-client got installed: the app must run without the optional peer');
+  }
+  const find = (prefix) =>
+    stdout
+      .split('\n')
+      .find((l) => l.startsWith(prefix))
+      ?.slice(prefix.length);
+  const line = JSON.parse(find('prometheus ') ?? 'null');
+  const expectedLine = `echo_stream_read_total{stream="${STREAM}",group="${GROUP}",consumer="compat",handler="CompatHandler.handle"} 1`;
+  if (line !== expectedLine) {
+    throw new Error(`prometheus() read line ${JSON.stringify(line)}, expected ${expectedLine}`);
+  }
+  const error = find('metrics-option ');
+  const expectedError =
+    "EchoStreamConfigError: EchoStreamModule: option 'metrics' needs the optional peer " +
+    "dependency 'prom-client' (^15), which is not installed: npm install prom-client (or remove the option)";
+  if (error !== expectedError) {
+    throw new Error(`metrics option without prom-client: ${error}, expected ${expectedError}`);
+  }
+  return 'prometheus() without prom-client, metrics option refused';
 }
 
 function cleanup() {

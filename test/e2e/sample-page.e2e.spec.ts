@@ -107,11 +107,19 @@ describe('sample app over HTTP', () => {
     expect(view.failureRate).toBe(0);
     expect(loop(view, 'billing').inspection).toMatchObject({ lag: 0, deadLetters: 0 });
 
+    // prom-client's default registry: the module's metrics (the `metrics` option) beside Node's
     const metrics = await fetch(`${base}/metrics`);
     expect(metrics.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8');
-    expect(await metrics.text()).toMatch(
+    const text = await metrics.text();
+    expect(text).toMatch(
       /^echo_stream_acked_total\{stream="orders",group="billing",consumer="sample-e2e",handler="OrdersHandler.charge"\} [1-9]\d*$/m,
     );
+    expect(text).toContain('# TYPE echo_stream_acked_total counter\n');
+    expect(text).toMatch(/^echo_stream_up\{stream="orders",group="shipping",.*\} 1$/m);
+    expect(text).toMatch(/^process_cpu_user_seconds_total \d/m);
+    expect(text).toMatch(/^nodejs_heap_size_used_bytes \d/m);
+    // /stats inspected both groups just now: their group gauges are in the scrape
+    expect(text).toMatch(/^echo_stream_lag\{stream="orders",group="billing",.*\} 0$/m);
   });
 
   it('answers 400 to an invalid order and writes nothing', async () => {

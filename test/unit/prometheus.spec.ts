@@ -1,29 +1,10 @@
 /** Prometheus text exposition 0.0.4 of the loop counters: every family, labels, escaping. */
-import type { ConsumerSnapshot } from '../../lib/interfaces/consumer-snapshot.interface';
 import {
   PROMETHEUS_CONTENT_TYPE,
   escapeLabelValue,
   renderPrometheus,
 } from '../../lib/stats/prometheus';
-
-function snapshot(overrides: Partial<ConsumerSnapshot> = {}): ConsumerSnapshot {
-  return {
-    stream: 'orders',
-    group: 'billing',
-    consumer: 'host-1',
-    handler: 'Billing.charge',
-    state: 'running',
-    totalRead: 10,
-    totalAcked: 8,
-    totalDlq: 1,
-    totalErrors: 3,
-    totalDeleted: 2,
-    tpsIn: 1.5,
-    tpsOut: 0.8,
-    lastError: null,
-    ...overrides,
-  };
-}
+import { snapshotFixture as snapshot } from '../support/snapshot-fixture';
 
 const LABELS = 'stream="orders",group="billing",consumer="host-1",handler="Billing.charge"';
 

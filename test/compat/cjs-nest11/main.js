@@ -70,8 +70,38 @@ async function main() {
     .map((s) => s.handler);
   console.log(`ready ${JSON.stringify(loops)}`);
   await handled;
+  printPrometheus(app.get(ConsumerStats).prometheus());
   await app.close();
+  await printMetricsOptionError();
   console.log('closed');
+}
+
+/** prometheus() works without prom-client installed: print the read counter of the loop. */
+function printPrometheus(text) {
+  const line = text.split('\n').find((l) => l.startsWith('echo_stream_read_total{'));
+  console.log(`prometheus ${JSON.stringify(line)}`);
+}
+
+/** Without prom-client, the `metrics` option fails bootstrap with a clear error: print it. */
+async function printMetricsOptionError() {
+  const registry = {
+    registerMetric() {},
+    getSingleMetric() {},
+    removeSingleMetric() {},
+  };
+  class MetricsModule {}
+  Module({
+    imports: [
+      EchoStreamModule.forRoot({ connection: process.env.REDIS_URL, metrics: { registry } }),
+    ],
+  })(MetricsModule);
+  try {
+    const app = await NestFactory.createApplicationContext(MetricsModule, { logger: false });
+    await app.close();
+    console.log('metrics-option accepted');
+  } catch (err) {
+    console.log(`metrics-option ${err.name}: ${err.message}`);
+  }
 }
 
 main().catch((err) => {

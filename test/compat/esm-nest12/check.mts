@@ -15,6 +15,7 @@ import {
   brandedIdTime,
   type ConsumerSnapshot,
   type DeadLetterMessage,
+  type EchoStreamMetricsOptions,
   type GroupInspection,
   type StreamMessage,
 } from 'nestjs-echo-stream';
@@ -71,3 +72,8 @@ export class Billing {
   providers: [Billing],
 })
 export class AppModule {}
+
+// The metrics option is typed without prom-client's typings (an app without prom-client compiles).
+export const metricsOption: EchoStreamMetricsOptions = {
+  registry: { registerMetric() {}, getSingleMetric: () => undefined, removeSingleMetric() {} },
+};

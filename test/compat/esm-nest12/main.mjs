@@ -62,5 +62,23 @@ const loops = app
   .map((s) => s.handler);
 console.log(`ready ${JSON.stringify(loops)}`);
 await handled;
+// prometheus() works without prom-client installed: print the read counter of the loop
+const text = app.get(ConsumerStats).prometheus();
+const line = text.split('\n').find((l) => l.startsWith('echo_stream_read_total{'));
+console.log(`prometheus ${JSON.stringify(line)}`);
 await app.close();
+
+// without prom-client, the `metrics` option fails bootstrap with a clear error: print it
+const registry = { registerMetric() {}, getSingleMetric() {}, removeSingleMetric() {} };
+class MetricsModule {}
+Module({
+  imports: [EchoStreamModule.forRoot({ connection: process.env.REDIS_URL, metrics: { registry } })],
+})(MetricsModule);
+try {
+  const metricsApp = await NestFactory.createApplicationContext(MetricsModule, { logger: false });
+  await metricsApp.close();
+  console.log('metrics-option accepted');
+} catch (err) {
+  console.log(`metrics-option ${err.name}: ${err.message}`);
+}
 console.log('closed');

@@ -1,0 +1,27 @@
+import { Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { collectDefaultMetrics, register } from 'prom-client';
+
+/**
+ * Node's default metrics (process CPU and memory, heap, event loop lag, GC) in prom-client's
+ * default registry, beside the ones EchoStreamModule registers there (its `metrics` option).
+ * Removed again at shutdown, as the module removes its own, so an app created after this one in
+ * the same process (tests) starts from a clean registry.
+ */
+@Injectable()
+export class NodeMetrics implements OnModuleInit, OnApplicationShutdown {
+  private names: string[] = [];
+
+  onModuleInit(): void {
+    const before = new Set(register.getMetricsAsArray().map((m) => m.name));
+    collectDefaultMetrics({ register });
+    this.names = register
+      .getMetricsAsArray()
+      .map((m) => m.name)
+      .filter((name) => !before.has(name));
+  }
+
+  onApplicationShutdown(): void {
+    for (const name of this.names) register.removeSingleMetric(name);
+    this.names = [];
+  }
+}
