@@ -5,6 +5,9 @@ import type { RedisConnection } from './streams-client';
 /** What a connection is for: a loop's own (it parks reads on it) or the shared one. */
 export type ConnectionPurpose = 'loop' | 'shared';
 
+/** RESP version of the loop connections (see README "ioredis and RESP3"). */
+const LOOP_PROTOCOL = 3;
+
 /** Where to connect (internal). */
 export interface ConnectionTarget {
   connection: RedisOptions | string;
@@ -22,7 +25,9 @@ export function createConnection(
   onError: (err: Error) => void,
 ): RedisConnection {
   const loopOverrides: RedisOptions =
-    purpose === 'loop' ? { maxRetriesPerRequest: 0, enableAutoPipelining: false } : {};
+    purpose === 'loop'
+      ? { maxRetriesPerRequest: 0, enableAutoPipelining: false, protocol: LOOP_PROTOCOL }
+      : {};
   const connectionName = `echo-stream-${purpose}`;
   let redis: RedisConnection;
   if (target.cluster) {
