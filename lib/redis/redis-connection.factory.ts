@@ -8,6 +8,17 @@ export type ConnectionPurpose = 'loop' | 'shared';
 /** RESP version of the loop connections (see README "ioredis and RESP3"). */
 const LOOP_PROTOCOL = 3;
 
+/**
+ * Reconnect delay after the `times`-th failed attempt: 50 ms more each time, at most 2 s (the
+ * ioredis 5 default). NOTE: ioredis 6 doubles the delay up to 5 s (+ jitter), so a Redis back
+ * after a few seconds was noticed up to 5 s late and a loop sat `degraded` that long; the loop's
+ * own backoff already paces its retries, the socket should come back as soon as Redis does.
+ * A `retryStrategy` in the user's connection options still wins.
+ */
+export function reconnectDelay(times: number): number {
+  return Math.min(times * 50, 2000);
+}
+
 /** Where to connect (internal). */
 export interface ConnectionTarget {
   connection: RedisOptions | string;
@@ -46,9 +57,18 @@ export function createConnection(
         : {}),
     });
   } else if (typeof target.connection === 'string') {
-    redis = new Redis(target.connection, { connectionName, ...loopOverrides });
+    redis = new Redis(target.connection, {
+      connectionName,
+      retryStrategy: reconnectDelay,
+      ...loopOverrides,
+    });
   } else {
-    redis = new Redis({ connectionName, ...target.connection, ...loopOverrides });
+    redis = new Redis({
+      connectionName,
+      retryStrategy: reconnectDelay,
+      ...target.connection,
+      ...loopOverrides,
+    });
   }
   // ioredis emits 'error' on every failed reconnect; unhandled, Node would print each one.
   redis.on('error', onError);
