@@ -5,9 +5,6 @@ import type { RedisConnection } from './streams-client';
 /** What a connection is for: a loop's own (it parks reads on it) or the shared one. */
 export type ConnectionPurpose = 'loop' | 'shared';
 
-/** RESP version of the loop connections (see README "ioredis and RESP3"). */
-const LOOP_PROTOCOL = 3;
-
 /**
  * Reconnect delay after the `times`-th failed attempt: 50 ms more each time, at most 2 s (the
  * ioredis 5 default). NOTE: ioredis 6 doubles the delay up to 5 s (+ jitter), so a Redis back
@@ -35,10 +32,11 @@ export function createConnection(
   purpose: ConnectionPurpose,
   onError: (err: Error) => void,
 ): RedisConnection {
+  // NOTE: no `protocol` here: the loops speak ioredis 6's default, RESP3, or what the user's
+  // options ask for; both read the same (reply-shapes.ts) and drain equally fast (README
+  // "ioredis 6 and RESP3").
   const loopOverrides: RedisOptions =
-    purpose === 'loop'
-      ? { maxRetriesPerRequest: 0, enableAutoPipelining: false, protocol: LOOP_PROTOCOL }
-      : {};
+    purpose === 'loop' ? { maxRetriesPerRequest: 0, enableAutoPipelining: false } : {};
   const connectionName = `echo-stream-${purpose}`;
   let redis: RedisConnection;
   if (target.cluster) {
