@@ -5,6 +5,17 @@ import type { RedisConnection } from './streams-client';
 /** What a connection is for: a loop's own (it parks reads on it) or the shared one. */
 export type ConnectionPurpose = 'loop' | 'shared';
 
+/**
+ * Reconnect delay after the `times`-th failed attempt: 50 ms more each time, at most 2 s (the
+ * ioredis 5 default). NOTE: ioredis 6 doubles the delay up to 5 s (+ jitter), so a Redis back
+ * after a few seconds was noticed up to 5 s late and a loop sat `degraded` that long; the loop's
+ * own backoff already paces its retries, the socket should come back as soon as Redis does.
+ * A `retryStrategy` in the user's connection options still wins.
+ */
+export function reconnectDelay(times: number): number {
+  return Math.min(times * 50, 2000);
+}
+
 /** Where to connect (internal). */
 export interface ConnectionTarget {
   connection: RedisOptions | string;
@@ -23,6 +34,9 @@ export function createConnection(
   purpose: ConnectionPurpose,
   onError: (err: Error) => void,
 ): RedisConnection {
+  // NOTE: no `protocol` here: the loops speak ioredis 6's default, RESP3, or what the user's
+  // options ask for; both read the same (reply-shapes.ts) and drain equally fast (README
+  // "ioredis 6 and RESP3").
   const overrides: RedisOptions =
     purpose === 'loop'
       ? { maxRetriesPerRequest: 0, enableAutoPipelining: false }
@@ -45,9 +59,18 @@ export function createConnection(
         : {}),
     });
   } else if (typeof target.connection === 'string') {
-    redis = new Redis(target.connection, { connectionName, ...overrides });
+    redis = new Redis(target.connection, {
+      connectionName,
+      retryStrategy: reconnectDelay,
+      ...overrides,
+    });
   } else {
-    redis = new Redis({ connectionName, ...target.connection, ...overrides });
+    redis = new Redis({
+      connectionName,
+      retryStrategy: reconnectDelay,
+      ...target.connection,
+      ...overrides,
+    });
   }
   // ioredis emits 'error' on every failed reconnect; unhandled, Node would print each one.
   redis.on('error', onError);

@@ -1,14 +1,11 @@
 import { Command, type Cluster, type Redis } from 'ioredis';
 import { ConnectionMonitor } from './connection-monitor';
+import { mapReply, parseEntry, parseReadReply, type RawEntry } from './reply-shapes';
+
+export type { RawEntry } from './reply-shapes';
 
 /** An ioredis connection: a single node or a cluster. */
 export type RedisConnection = Redis | Cluster;
-
-/** One stream entry as read: `fields` is `null` when the entry was deleted while pending. */
-export interface RawEntry {
-  entryId: string;
-  fields: string[] | null;
-}
 
 /** One row of XPENDING's extended form. */
 export interface PendingRow {
@@ -490,7 +487,7 @@ export class RedisStreamsClient implements StreamsClient {
       throw err;
     }
     return reply.map((item) => {
-      const map = pairs(item as unknown[]);
+      const map = mapReply(item);
       const lag = map.get('lag');
       return {
         name: String(map.get('name')),
@@ -505,7 +502,7 @@ export class RedisStreamsClient implements StreamsClient {
   async consumers(stream: string, group: string): Promise<ConsumerInfo[]> {
     const reply = (await this.call(['XINFO', 'CONSUMERS', stream, group])) as unknown[];
     return reply.map((item) => {
-      const map = pairs(item as unknown[]);
+      const map = mapReply(item);
       return {
         name: String(map.get('name')),
         pending: Number(map.get('pending') ?? 0),
@@ -517,12 +514,12 @@ export class RedisStreamsClient implements StreamsClient {
   /** On a Cluster every master is asked; values that differ are listed, comma-separated. */
   async config(parameter: string): Promise<string | null> {
     try {
-      const replies = [(await this.call(['CONFIG', 'GET', parameter])) as string[]];
+      const replies = [await this.call(['CONFIG', 'GET', parameter])];
       if (isCluster(this.redis)) {
         // the first call waited for the slot map; it went to a random node: ask every master
         const masters = this.redis.nodes('master');
         replies.push(
-          ...((await Promise.all(
+          ...(await Promise.all(
             masters.map((node) =>
               withDeadline(
                 node.call('CONFIG', 'GET', parameter),
@@ -530,10 +527,13 @@ export class RedisStreamsClient implements StreamsClient {
                 'CONFIG GET',
               ),
             ),
-          )) as string[][]),
+          )),
         );
       }
-      const values = new Set(replies.filter((r) => r.length >= 2).map((r) => String(r[1])));
+      // one parameter asked: the one value of the (flat or object) map, if any
+      const values = new Set(
+        replies.flatMap((reply) => [...mapReply(reply).values()].slice(0, 1).map(String)),
+      );
       return values.size === 0 ? null : [...values].join(',');
     } catch {
       return null;
@@ -651,25 +651,4 @@ function addArgs(
   if (maxLen !== undefined) args.push('MAXLEN', '~', maxLen);
   args.push('*', ...fields);
   return args;
-}
-
-function parseReadReply(reply: unknown): RawEntry[] {
-  if (!Array.isArray(reply) || reply.length === 0) return [];
-  const streamReply = reply[0] as [string, unknown[]];
-  const items = streamReply[1];
-  if (!Array.isArray(items)) return [];
-  const out: RawEntry[] = new Array(items.length);
-  for (let i = 0; i < items.length; i++) out[i] = parseEntry(items[i]);
-  return out;
-}
-
-function parseEntry(item: unknown): RawEntry {
-  const pair = item as [string, string[] | null];
-  return { entryId: String(pair[0]), fields: Array.isArray(pair[1]) ? pair[1] : null };
-}
-
-function pairs(flat: unknown[]): Map<string, unknown> {
-  const map = new Map<string, unknown>();
-  for (let i = 0; i + 1 < flat.length; i += 2) map.set(String(flat[i]), flat[i + 1]);
-  return map;
 }

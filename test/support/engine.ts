@@ -7,6 +7,7 @@ import type {
   EntryHandler,
 } from '../../lib/consumer/consumer.types';
 import { RedisStreamsClient } from '../../lib/redis/streams-client';
+import { createConnection } from '../../lib/redis/redis-connection.factory';
 import type { StreamHandlerOptions } from '../../lib/interfaces/stream-handler-options.interface';
 import type { DeadLetterMessage } from '../../lib/interfaces/dead-letter-message.interface';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
@@ -66,8 +67,12 @@ export function makeConsumer(opts: TestConsumerOptions): {
   const logger = new MemoryLogger();
   const control = new Redis(opts.url, { lazyConnect: false });
   control.on('error', () => undefined);
-  const loopConnection = new Redis(opts.url, { maxRetriesPerRequest: 0 });
-  loopConnection.on('error', () => undefined);
+  // the loop connection exactly as the module opens it (protocol, retries, reconnect delays)
+  const loopConnection = createConnection(
+    { connection: opts.url, cluster: undefined },
+    'loop',
+    () => undefined,
+  );
   const client = new RedisStreamsClient(loopConnection, control, 2000);
   const handler: EntryHandler = opts.batchHandle
     ? { batch: true, call: opts.batchHandle as never }
