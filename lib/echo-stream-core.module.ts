@@ -27,6 +27,13 @@ import { EchoStreamHealthIndicator } from './stats/echo-stream-health.indicator'
     EchoStreamAdmin,
     EchoStreamHealthIndicator,
   ],
-  exports: [StreamProducer, ConsumerStats, EchoStreamAdmin, EchoStreamHealthIndicator],
+  exports: [
+    StreamProducer,
+    ConsumerStats,
+    EchoStreamAdmin,
+    EchoStreamHealthIndicator,
+    // for EchoStreamDashboardModule (not exported from the package)
+    EchoStreamConnections,
+  ],
 })
 export class EchoStreamCoreModule {}

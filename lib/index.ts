@@ -11,3 +11,4 @@ export { EchoStreamHealthError } from './errors/echo-stream-health.error';
 export { PROMETHEUS_CONTENT_TYPE } from './stats/prometheus';
 export { DecodeError, jsonCodec, fieldsCodec } from './codec/codecs';
 export * from './interfaces';
+export * from './dashboard';
