@@ -7,13 +7,19 @@ export interface DashboardAssets {
   html: string;
   script: string;
   style: string;
+  icon: string;
 }
 
 /** Reads the assets once (at module registration); a missing file fails the app's bootstrap. */
 export function loadDashboardAssets(): DashboardAssets {
   const dir = path.join(moduleDir(), 'assets');
   const read = (name: string) => fs.readFileSync(path.join(dir, name), 'utf8');
-  return { html: read('index.html'), script: read('dashboard.js'), style: read('dashboard.css') };
+  return {
+    html: read('index.html'),
+    script: read('dashboard.js'),
+    style: read('dashboard.css'),
+    icon: read('favicon.svg'),
+  };
 }
 
 /**

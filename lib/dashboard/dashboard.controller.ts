@@ -73,6 +73,12 @@ export class DashboardController {
     return this.assets.style;
   }
 
+  @Get('assets/favicon.svg')
+  @Secured('image/svg+xml')
+  icon(): string {
+    return this.assets.icon;
+  }
+
   @Get('api/overview')
   @Secured()
   overview() {

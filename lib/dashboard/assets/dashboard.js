@@ -5,7 +5,7 @@
 
 (function () {
   const REFRESH_MS = 1500;
-  const PAGE = 50;
+  const PAGE = 20;
   const root = document.documentElement;
   const base = root.dataset.base || '';
   const api = base + '/api';
