@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 // A real app imports this from 'nestjs-echo-stream'.
-import { EchoStreamModule } from '../lib';
+import { EchoStreamDashboardModule, EchoStreamModule } from '../lib';
 import { SampleConfig, SampleConfigModule } from './config';
 import { OrdersModule } from './orders';
 import { StatsModule } from './stats/stats.module';
@@ -16,6 +16,11 @@ import { StatsModule } from './stats/stats.module';
         consumerName: config.consumerName,
         shutdownTimeoutMs: 5000,
       }),
+    }),
+    // Read-write only while the sample listens on loopback (its default HOST): anyone who can
+    // reach the page could redrive or delete dead letters. A real app adds `guards`.
+    EchoStreamDashboardModule.register({
+      readOnly: !['127.0.0.1', 'localhost', '::1'].includes(process.env.HOST || '127.0.0.1'),
     }),
     OrdersModule,
     StatsModule,

@@ -12,7 +12,7 @@ export interface DashboardAssets {
 
 /** Reads the assets once (at module registration); a missing file fails the app's bootstrap. */
 export function loadDashboardAssets(): DashboardAssets {
-  const dir = path.join(moduleDir(), 'assets');
+  const dir = assetsDir();
   const read = (name: string) => fs.readFileSync(path.join(dir, name), 'utf8');
   return {
     html: read('index.html'),
@@ -33,12 +33,15 @@ export function renderPage(html: string, requestPath: string, readOnly: boolean)
 }
 
 /**
- * The folder of this file. NOTE: the package is CommonJS, so `__dirname` is there; only the
- * repository's own tests load `lib/` as ES modules (ts-jest), where it is not: they run from the
- * repository root, where the sources are.
+ * `assets/` next to this file, as the package ships it. NOTE: the package is CommonJS, so
+ * `__dirname` is there; only the repository's own runs load `lib/` otherwise (ts-jest as ES
+ * modules, where `__dirname` is undefined; the sample compiled to `.sample-dist/` without the
+ * assets), from the repository root, where the sources are.
  */
-function moduleDir(): string {
-  return typeof __dirname === 'string' ? __dirname : path.resolve('lib', 'dashboard');
+function assetsDir(): string {
+  const shipped = typeof __dirname === 'string' ? path.join(__dirname, 'assets') : undefined;
+  if (shipped !== undefined && fs.existsSync(shipped)) return shipped;
+  return path.resolve('lib', 'dashboard', 'assets');
 }
 
 function escapeHtml(text: string): string {
