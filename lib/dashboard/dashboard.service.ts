@@ -1,6 +1,7 @@
 import { BadRequestException, Inject, Injectable, Logger, NotFoundException } from '@nestjs/common';
 import { EchoStreamAdmin } from '../admin/echo-stream-admin.service';
 import { errorText } from '../codec/codecs';
+import { fieldsText } from '../codec/fields-text';
 import { EchoStreamConnections } from '../echo-stream.connections';
 import type { ConsumerSnapshot } from '../interfaces/consumer-snapshot.interface';
 import { StreamBrowser } from '../redis/stream-browser';
@@ -192,8 +193,6 @@ export class DashboardService {
 
 /** `k=v k=v` of a flat field list, cut at PREVIEW_CHARS characters. Plain text, never markup. */
 export function preview(fields: readonly string[]): string {
-  const parts: string[] = [];
-  for (let i = 0; i + 1 < fields.length; i += 2) parts.push(`${fields[i]}=${fields[i + 1]}`);
-  const text = parts.join(' ');
+  const text = fieldsText(fields);
   return text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS)}…` : text;
 }

@@ -1,5 +1,10 @@
 import { Redis } from 'ioredis';
-import { RedisStreamsClient, type RawEntry, type RedisConnection } from './streams-client';
+import {
+  parseEntry,
+  RedisStreamsClient,
+  type RawEntry,
+  type RedisConnection,
+} from './streams-client';
 
 /** Deadline of one browsing command (the dashboard and the CLI wait for nothing longer). */
 const BROWSE_DEADLINE_MS = 5000;
@@ -22,10 +27,24 @@ export class StreamBrowser {
   /** XREVRANGE `stream` `end` `start` COUNT `count`: newest first; `end` may be exclusive (`'(1-0'`). */
   async revRange(stream: string, end: string, start: string, count: number): Promise<RawEntry[]> {
     const reply = (await this.call(['XREVRANGE', stream, end, start, 'COUNT', count])) as unknown[];
-    return reply.map((item) => {
-      const pair = item as [string, string[] | null];
-      return { entryId: String(pair[0]), fields: Array.isArray(pair[1]) ? pair[1] : null };
-    });
+    return reply.map(parseEntry);
+  }
+
+  /**
+   * XREAD COUNT `count` BLOCK `blockMs` STREAMS `stream` `afterId` (no group): entries after
+   * `afterId`, waiting up to `blockMs` for the first; `[]` when none came.
+   */
+  async readAfter(
+    stream: string,
+    afterId: string,
+    blockMs: number,
+    count: number,
+  ): Promise<RawEntry[]> {
+    const reply = (await this.call(
+      ['XREAD', 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', stream, afterId],
+      blockMs + BROWSE_DEADLINE_MS,
+    )) as Array<[string, unknown[]]> | null;
+    return reply === null ? [] : reply[0][1].map(parseEntry);
   }
 
   /** One SCAN step over keys of type stream (Redis >= 6). */
@@ -42,13 +61,13 @@ export class StreamBrowser {
     return String(await this.call(['TYPE', key]));
   }
 
-  private call(args: Array<string | number>): Promise<unknown> {
+  private call(args: Array<string | number>, deadlineMs = BROWSE_DEADLINE_MS): Promise<unknown> {
     const [command, ...rest] = args;
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new Error(`${String(command)} got no reply within ${BROWSE_DEADLINE_MS} ms`)),
-        BROWSE_DEADLINE_MS,
+        () => reject(new Error(`${String(command)} got no reply within ${deadlineMs} ms`)),
+        deadlineMs,
       );
     });
     return Promise.race([this.redis.call(String(command), ...rest), deadline]).finally(() =>

@@ -629,7 +629,8 @@ function parseReadReply(reply: unknown): RawEntry[] {
   return out;
 }
 
-function parseEntry(item: unknown): RawEntry {
+/** One `[id, fields]` reply item (fields `null` for an entry deleted while pending). */
+export function parseEntry(item: unknown): RawEntry {
   const pair = item as [string, string[] | null];
   return { entryId: String(pair[0]), fields: Array.isArray(pair[1]) ? pair[1] : null };
 }
