@@ -188,6 +188,10 @@ describe.each<AdapterName>(['express', 'fastify'])('dashboard API on %s', (adapt
       expect(letter.error).toMatch(/JSON/);
     }
     expect(letters[0].preview).toContain('id=bad-0');
+    const firstPage = await getJson<Page & { next: string }>(`${api}/dead-letters?count=1`);
+    expect(firstPage.entries.map((l) => l.entryId)).toEqual([letters[0].entryId]);
+    const secondPage = await getJson<Page>(`${api}/dead-letters?count=1&after=${firstPage.next}`);
+    expect(secondPage.entries.map((l) => l.entryId)).toEqual([letters[1].entryId]);
 
     const lengthBefore = await redis.xlen(DASHBOARD_STREAM);
     const res = await post(`${api}/dead-letters/redrive`, { entryIds: [letters[0].entryId] });
