@@ -6,6 +6,7 @@
 import 'reflect-metadata';
 import type { INestApplication } from '@nestjs/common';
 import type { Redis } from 'ioredis';
+import type { OverviewView } from '../../lib';
 import {
   DASHBOARD_STREAM,
   KeyGuard,
@@ -75,27 +76,7 @@ describe.each<AdapterName>(['express', 'fastify'])('dashboard API on %s', (adapt
     });
   const api = `/echo-stream/api/streams/${DASHBOARD_STREAM}`;
 
-  interface Overview {
-    readOnly: boolean;
-    streams: Array<{
-      stream: string;
-      length: number;
-      deadLetters: number;
-      groups: Array<{
-        group: string;
-        state: string | null;
-        handler: string | null;
-        consumers: Array<{ name: string; pending: number }>;
-        pending: number;
-        lag: number | null;
-        oldestPendingMs: number | null;
-        deadLetters: number;
-        tpsIn: number | null;
-        tpsOut: number | null;
-        sparkline: { tpsIn: number[]; tpsOut: number[] };
-      }>;
-    }>;
-  }
+  type Overview = OverviewView;
 
   it('overview: every group with state, lag, pending, oldest pending, dead letters', async () => {
     const total = await redis.xlen(DASHBOARD_STREAM);

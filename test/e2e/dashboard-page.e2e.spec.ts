@@ -7,7 +7,6 @@
  * screenshot of the page (the README's).
  */
 import 'reflect-metadata';
-import * as fs from 'node:fs';
 import type { INestApplication } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import type { Browser, Page } from 'playwright-core';
@@ -18,20 +17,14 @@ import {
   startDashboardApp,
 } from '../fixtures/dashboard.app';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
+import {
+  CHROMIUM,
+  CHROMIUM_ARGS,
+  hasChromium,
+  reportSkippedWithoutChromium,
+} from '../support/chromium';
 import { waitFor } from '../support/wait-for';
 
-const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-const hasChromium = fs.existsSync(CHROMIUM);
 const describeWithChromium = hasChromium ? describe : describe.skip;
 const DLQ = `${DASHBOARD_STREAM}:dlq`;
 
@@ -198,9 +191,4 @@ describeWithChromium('dashboard page in headless Chromium', () => {
   });
 });
 
-if (!hasChromium) {
-  process.stdout.write(
-    `\ndashboard-page.e2e: SKIPPED the headless-Chromium page test: ${CHROMIUM} not found ` +
-      `(install it with 'apt-get install -y chromium', or set CHROMIUM_BIN)\n`,
-  );
-}
+reportSkippedWithoutChromium('dashboard-page.e2e');
