@@ -56,6 +56,7 @@ interface HistoryReader {
   }>;
 }
 
+/** Every command of the CLI, by name, in the order `--help` lists them. */
 export const COMMANDS: Record<string, CommandSpec> = {
   streams: {
     usage: 'streams',
