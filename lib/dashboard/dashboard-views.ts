@@ -33,11 +33,17 @@ export interface GroupView {
   lag: number | null;
   oldestPendingMs: number | null;
   deadLetters: number;
-  /** Entries read per second by this app's loop; `null` when the app runs none. */
+  /**
+   * Entries read per second by this app's loop; for a group the app does not consume, entries
+   * added to the stream per second (Redis >= 7). `null` until two overview reads a second apart.
+   */
   tpsIn: number | null;
-  /** Entries acknowledged per second by this app's loop; `null` when the app runs none. */
+  /**
+   * Entries acknowledged per second by this app's loop; for a group the app does not consume,
+   * entries delivered to the group per second (Redis >= 7). `null` as `tpsIn`.
+   */
   tpsOut: number | null;
-  /** The last minute of `tpsIn` / `tpsOut`, one sample per overview read (empty without a loop). */
+  /** The last minute of `tpsIn` / `tpsOut`, one sample per overview read at most every second. */
   sparkline: RateSeries;
 }
 

@@ -149,20 +149,35 @@ export class DashboardService {
     const client = this.connections.client;
     try {
       const [length, groups] = await Promise.all([client.length(stream), client.groups(stream)]);
+      const counters =
+        groups.length > 0 ? await new StreamBrowser(client.connection).counters(stream) : undefined;
+      const streamIn = this.rates.rateOf(`${stream}\u0000in`, counters?.entriesAdded ?? null, now);
       const views = await Promise.all(
-        groups.map(async ({ name }): Promise<GroupView> => {
+        groups.map(async ({ name, lastDeliveredId }): Promise<GroupView> => {
           const inspection = await this.stats.inspect(stream, name);
           const loop = loops.find((l) => l.stream === stream && l.group === name);
+          // this app's loop counts its own rates; for any other group, the stream's entries
+          // added and the group's entries delivered per second (Redis >= 7)
+          const tpsIn = loop ? loop.tpsIn : streamIn;
+          const tpsOut = loop
+            ? loop.tpsOut
+            : this.rates.rateOf(
+                `${stream}\u0000${name}\u0000read`,
+                // a group that never read reports no count
+                counters?.entriesRead.get(name) ?? (lastDeliveredId === '0-0' ? 0 : null),
+                now,
+              );
           return {
             group: name,
             state: loop?.state ?? null,
             handler: loop?.handler ?? null,
             ...inspection,
-            tpsIn: loop?.tpsIn ?? null,
-            tpsOut: loop?.tpsOut ?? null,
-            sparkline: loop
-              ? this.rates.record(stream, name, loop.tpsIn, loop.tpsOut, now)
-              : { tpsIn: [], tpsOut: [] },
+            tpsIn,
+            tpsOut,
+            sparkline:
+              tpsIn !== null && tpsOut !== null
+                ? this.rates.record(stream, name, tpsIn, tpsOut, now)
+                : { tpsIn: [], tpsOut: [] },
           };
         }),
       );

@@ -47,6 +47,34 @@ export class StreamBrowser {
     return reply === null ? [] : reply[0][1].map(parseEntry);
   }
 
+  /**
+   * The stream's `entries-added` (XINFO STREAM) and each group's `entries-read` (XINFO GROUPS):
+   * counters that only grow, for rates of groups no loop of this app counts. `null` where the
+   * server does not report them (Redis < 7, or a group whose read count it cannot tell).
+   */
+  async counters(
+    stream: string,
+  ): Promise<{ entriesAdded: number | null; entriesRead: Map<string, number | null> }> {
+    const [info, groups] = (await Promise.all([
+      this.call(['XINFO', 'STREAM', stream]),
+      this.call(['XINFO', 'GROUPS', stream]),
+    ])) as [unknown[], unknown[][]];
+    const entriesRead = new Map<string, number | null>();
+    for (const group of groups) {
+      const fields = pairs(group);
+      const read = fields.get('entries-read');
+      entriesRead.set(
+        String(fields.get('name')),
+        read === undefined || read === null ? null : Number(read),
+      );
+    }
+    const added = pairs(info).get('entries-added');
+    return {
+      entriesAdded: added === undefined || added === null ? null : Number(added),
+      entriesRead,
+    };
+  }
+
   /** One SCAN step over keys of type stream (Redis >= 6). */
   async scanStreams(cursor: string, count: number): Promise<StreamKeysPage> {
     const reply = (await this.call(['SCAN', cursor, 'COUNT', count, 'TYPE', 'stream'])) as [
@@ -74,6 +102,12 @@ export class StreamBrowser {
       clearTimeout(timer),
     );
   }
+}
+
+function pairs(flat: unknown[]): Map<string, unknown> {
+  const map = new Map<string, unknown>();
+  for (let i = 0; i + 1 < flat.length; i += 2) map.set(String(flat[i]), flat[i + 1]);
+  return map;
 }
 
 /** A connection for one short-lived tool run (the CLI): opened and closed by the caller. */

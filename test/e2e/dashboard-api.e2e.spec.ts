@@ -108,6 +108,42 @@ describe.each<AdapterName>(['express', 'fastify'])('dashboard API on %s', (adapt
     expect(group('audit').oldestPendingMs).toBeGreaterThanOrEqual(0);
   });
 
+  it('overview: rates of groups the app does not consume, from the server counters', async () => {
+    const group = async (name: string) =>
+      (await getJson<Overview>('/echo-stream/api/overview')).streams
+        .find((st) => st.stream === DASHBOARD_STREAM)!
+        .groups.find((g) => g.group === name)!;
+    await group('reporting'); // a first reading of the counters
+    const pipeline = redis.pipeline();
+    for (let i = 0; i < 10; i++)
+      pipeline.xadd(DASHBOARD_STREAM, '*', 'id', `rate-${i}`, 'data', '{}');
+    await pipeline.exec();
+    await redis.xreadgroup(
+      'GROUP',
+      'audit',
+      'stuck-worker',
+      'COUNT',
+      4,
+      'STREAMS',
+      DASHBOARD_STREAM,
+      '>',
+    );
+    // the PEL later tests page through
+    pendingIds = (await redis.xpending(DASHBOARD_STREAM, 'audit', '-', '+', 100_000)).map(
+      (row) => (row as [string])[0],
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const reporting = await group('reporting');
+    const audit = await group('audit');
+    // 10 entries added within the (>= 1 s) window, none delivered to reporting, 4 to audit
+    expect(reporting.tpsIn).toBeGreaterThan(0);
+    expect(reporting.tpsIn).toBeLessThanOrEqual(10);
+    expect(reporting.tpsOut).toBe(0);
+    expect(audit.tpsOut).toBeGreaterThan(0);
+    expect(audit.tpsOut).toBeLessThanOrEqual(4);
+    expect(reporting.sparkline.tpsIn.length).toBeGreaterThanOrEqual(1);
+  });
+
   it('pending: pages through the PEL, never repeating or skipping an entry', async () => {
     type Page = {
       pending: number;

@@ -17,6 +17,18 @@ describe('RateHistory', () => {
   });
 });
 
+describe('RateHistory.rateOf', () => {
+  it('is null at first, then the growth per second since the last reading a second ago', () => {
+    const history = new RateHistory();
+    expect(history.rateOf('k', 100, 0)).toBeNull();
+    expect(history.rateOf('k', 150, 500)).toBeNull(); // too soon: the last rate (none yet)
+    expect(history.rateOf('k', 300, 2000)).toBe(100);
+    expect(history.rateOf('k', 999, 2100)).toBe(100); // too soon again: unchanged
+    expect(history.rateOf('k', 5, 4000)).toBeNull(); // went back (recreated key): starts over
+    expect(history.rateOf('k', null, 5000)).toBeNull();
+  });
+});
+
 describe('renderPage', () => {
   const html =
     '<html data-base="{{BASE}}" data-read-only="{{READ_ONLY}}"><script src="{{BASE}}/a.js">';
