@@ -35,6 +35,13 @@ import { PromClientCollectors } from './stats/prom-client-collectors';
     EchoStreamLifecycle,
     PromClientCollectors,
   ],
-  exports: [StreamProducer, ConsumerStats, EchoStreamAdmin, EchoStreamHealthIndicator],
+  exports: [
+    StreamProducer,
+    ConsumerStats,
+    EchoStreamAdmin,
+    EchoStreamHealthIndicator,
+    // for EchoStreamDashboardModule (not exported from the package)
+    EchoStreamConnections,
+  ],
 })
 export class EchoStreamCoreModule {}

@@ -25,3 +25,4 @@ export {
 export { PROMETHEUS_CONTENT_TYPE } from './stats/prometheus';
 export { DecodeError, jsonCodec, fieldsCodec } from './codec/codecs';
 export * from './interfaces';
+export * from './dashboard';

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { register } from 'prom-client';
 // A real app imports this from 'nestjs-echo-stream'.
-import { EchoStreamModule } from '../lib';
+import { EchoStreamDashboardModule, EchoStreamModule } from '../lib';
 import { SampleConfig, SampleConfigModule } from './config';
 import { ORDERS_STREAM, OrdersModule } from './orders';
 import { StatsModule } from './stats/stats.module';
@@ -23,6 +23,11 @@ import { StatsModule } from './stats/stats.module';
         // the module's metrics in prom-client's default registry, served on GET /metrics
         metrics: { registry: register },
       }),
+    }),
+    // Read-write only while the sample listens on loopback (its default HOST): anyone who can
+    // reach the page could redrive or delete dead letters. A real app adds `guards`.
+    EchoStreamDashboardModule.register({
+      readOnly: !['127.0.0.1', 'localhost', '::1'].includes(process.env.HOST || '127.0.0.1'),
     }),
     OrdersModule,
     StatsModule,

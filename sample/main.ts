@@ -18,7 +18,7 @@ async function bootstrap(): Promise<void> {
   const { port } = app.getHttpServer().address() as AddressInfo;
   const base = `http://${config.host}:${port}`;
   new Logger('Sample').log(
-    `listening on ${base}/ (stats ${base}/stats, metrics ${base}/metrics), redis ${redact(config.redisUrl)}, FAILURE_RATE ${config.failureRate}`,
+    `listening on ${base}/ (stats ${base}/stats, metrics ${base}/metrics, dashboard ${base}/echo-stream), redis ${redact(config.redisUrl)}, FAILURE_RATE ${config.failureRate}`,
   );
 }
 

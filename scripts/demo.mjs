@@ -246,6 +246,7 @@ async function main() {
 
   console.log('');
   say(paint('1', `live page:  ${base}/`));
+  say(paint('1', `dashboard:  ${base}/echo-stream`));
   say(`JSON stats: ${base}/stats`);
   say(`Prometheus: ${base}/metrics`);
   say(

@@ -92,15 +92,23 @@ export class EchoStreamAdmin {
    * two leaves a duplicate, never a loss. Redriven entries are new entries to every group.
    * @param options.group only letters whose `dlq_group` is this group.
    * @param options.count at most this many (default: all).
+   * @param options.entryIds only these dead letters (their ids in the dead-letter stream).
    * @returns how many dead letters were redriven.
    * @throws TypeError (as a rejection, nothing done) on a bad argument.
    */
   async redrive(stream: string, options: RedriveOptions = {}): Promise<number> {
     const { group, count } = checkArgs('redrive', stream, options, undefined);
+    const entryIds = checkEntryIds('redrive', options.entryIds);
     let total = 0;
     for (const deadLetterStream of this.deadLetterStreams(stream, group)) {
       if (total >= count) break;
-      const moved = await this.redriveFrom(deadLetterStream, stream, group, count - total);
+      const moved = await this.redriveFrom(
+        deadLetterStream,
+        stream,
+        group,
+        count - total,
+        entryIds,
+      );
       if (moved > 0) {
         this.logger.log(
           `Redrove ${moved} dead letter(s) from '${deadLetterStream}' to '${stream}'`,
@@ -115,6 +123,7 @@ export class EchoStreamAdmin {
    * Lists dead letters of `stream`, oldest first, without changing anything.
    * @param options.group only letters whose `dlq_group` is this group.
    * @param options.count at most this many (default 100).
+   * @param options.after only letters after this dead-letter entry id (the next page).
    * @throws TypeError (as a rejection) on a bad argument.
    */
   async deadLetters(
@@ -122,17 +131,44 @@ export class EchoStreamAdmin {
     options: DeadLetterQueryOptions = {},
   ): Promise<DeadLetterEntry[]> {
     const { group, count } = checkArgs('deadLetters', stream, options, DEFAULT_LIST_COUNT);
+    const after = checkEntryIds('deadLetters', options.after === undefined ? [] : [options.after]);
     const found: DeadLetterEntry[] = [];
     for (const deadLetterStream of this.deadLetterStreams(stream, group)) {
       const taken: DeadLetterEntry[] = [];
-      await this.scan(deadLetterStream, stream, group, count, (entryId, letter) => {
+      const visit = (entryId: string, letter: ParsedLetter): boolean => {
         taken.push(toEntry(deadLetterStream, stream, entryId, letter));
         return taken.length < count;
-      });
+      };
+      await this.scan(deadLetterStream, stream, group, count, visit, after?.[0]);
       found.push(...taken);
     }
     found.sort((a, b) => compareEntryIds(a.entryId, b.entryId));
     return found.slice(0, count);
+  }
+
+  /**
+   * Deletes the given dead letters of `stream` (ids in its dead-letter stream(s)); ids that are
+   * not a dead letter of `stream` are left alone.
+   * @returns the ids actually deleted.
+   * @throws TypeError (as a rejection, nothing done) on a bad argument.
+   */
+  async deleteDeadLetters(stream: string, entryIds: readonly string[]): Promise<string[]> {
+    checkArgs('deleteDeadLetters', stream, {}, undefined);
+    const ids = checkEntryIds('deleteDeadLetters', entryIds) ?? [];
+    const client = this.connections.client;
+    const deleted: string[] = [];
+    for (const deadLetterStream of this.deadLetterStreams(stream, undefined)) {
+      const mine: string[] = [];
+      await this.pick(deadLetterStream, stream, undefined, ids, (entryId) => {
+        mine.push(entryId);
+        return true;
+      });
+      if ((await client.remove(deadLetterStream, mine)) > 0) deleted.push(...mine);
+    }
+    if (deleted.length > 0) {
+      this.logger.log(`Deleted ${deleted.length} dead letter(s) of '${stream}'`);
+    }
+    return deleted;
   }
 
   /** Where the dead letters of `stream` (and `group`) live; the default when no loop says. */
@@ -151,6 +187,7 @@ export class EchoStreamAdmin {
     stream: string,
     group: string | undefined,
     limit: number,
+    entryIds: readonly string[] | undefined,
   ): Promise<number> {
     const client = this.connections.client;
     let moved = 0;
@@ -167,7 +204,7 @@ export class EchoStreamAdmin {
       );
       moved += items.length;
     };
-    await this.scan(deadLetterStream, stream, group, limit, async (entryId, letter) => {
+    const visit = async (entryId: string, letter: ParsedLetter): Promise<boolean> => {
       if (letter.original.length === 0) {
         this.logger.warn(
           `Dead letter ${entryId} in '${deadLetterStream}' has no original fields; left in place`,
@@ -177,7 +214,9 @@ export class EchoStreamAdmin {
       batch.push({ entryId, fields: letter.original });
       if (batch.length >= PAGE_SIZE) await flush();
       return moved + batch.length < limit;
-    });
+    };
+    if (entryIds) await this.pick(deadLetterStream, stream, group, entryIds, visit);
+    else await this.scan(deadLetterStream, stream, group, limit, visit);
     await flush();
     return moved;
   }
@@ -192,10 +231,11 @@ export class EchoStreamAdmin {
     group: string | undefined,
     limit: number,
     visit: (entryId: string, letter: ParsedLetter) => boolean | Promise<boolean>,
+    after?: string,
   ): Promise<void> {
     if (limit <= 0) return;
     const client = this.connections.client;
-    let start = '-';
+    let start = after === undefined ? '-' : `(${after}`;
     for (;;) {
       const page: RawEntry[] = await client.range(deadLetterStream, start, '+', PAGE_SIZE);
       for (const entry of page) {
@@ -209,6 +249,26 @@ export class EchoStreamAdmin {
       if (page.length < PAGE_SIZE) return;
       // NOTE: exclusive range start '(' needs Redis >= 6.2 (the package's minimum).
       start = `(${page[page.length - 1].entryId}`;
+    }
+  }
+
+  /** As `scan`, over the given ids only (one XRANGE each; ids not in the stream are skipped). */
+  private async pick(
+    deadLetterStream: string,
+    stream: string,
+    group: string | undefined,
+    entryIds: readonly string[],
+    visit: (entryId: string, letter: ParsedLetter) => boolean | Promise<boolean>,
+  ): Promise<void> {
+    const client = this.connections.client;
+    for (const id of entryIds) {
+      const [entry] = await client.range(deadLetterStream, id, id, 1);
+      if (!entry?.fields) continue;
+      const letter = parseLetter(entry.fields);
+      const source = letter.meta.get('dlq_stream');
+      if (source !== undefined && source !== stream) continue;
+      if (group !== undefined && letter.meta.get('dlq_group') !== group) continue;
+      if (!(await visit(entry.entryId, letter))) return;
     }
   }
 }
@@ -277,6 +337,22 @@ function checkArgs(
     throw new TypeError(`${where}: option 'count' must be an integer >= 0, got ${describe(count)}`);
   }
   return { group, count: count ?? defaultCount ?? Number.POSITIVE_INFINITY };
+}
+
+const ENTRY_ID = /^\d{1,20}-\d{1,20}$/;
+
+/** `undefined` stays `undefined` (no filter); otherwise an array of `<ms>-<seq>` ids. */
+function checkEntryIds(method: string, ids: unknown): string[] | undefined {
+  if (ids === undefined) return undefined;
+  const bad = Array.isArray(ids)
+    ? ids.find((id) => typeof id !== 'string' || !ENTRY_ID.test(id))
+    : ids;
+  if (!Array.isArray(ids) || bad !== undefined) {
+    throw new TypeError(
+      `EchoStreamAdmin.${method}(): entry ids must be '<ms>-<seq>' strings, got ${describe(bad)}`,
+    );
+  }
+  return ids as string[];
 }
 
 function describe(value: unknown): string {

@@ -1,5 +1,5 @@
 import { errorStack, errorText } from '../codec/codecs';
-import { EntryRejectedError } from '../errors/entry-rejected.error';
+import { isEntryRejected } from '../errors/entry-rejected.error';
 import type { BatchAcks, StreamMessage } from '../interfaces/stream-message.interface';
 import type { ConsumerCounters } from './consumer-counters';
 import type { ConsumerLogger, EntryHandler } from './consumer.types';
@@ -86,7 +86,7 @@ export class HandlerRunner {
           if (isThenable(result)) await result;
           held.ok.push(message.entryId);
         } catch (err) {
-          if (err instanceof EntryRejectedError)
+          if (isEntryRejected(err))
             (rejected ??= []).push({
               entryId: message.entryId,
               attempts: message.attempts,
@@ -129,7 +129,7 @@ export class HandlerRunner {
     try {
       returned = await handler.call(messages);
     } catch (err) {
-      if (err instanceof EntryRejectedError) {
+      if (isEntryRejected(err)) {
         const rejected = messages.map(({ entryId, attempts }) => ({
           entryId,
           attempts,

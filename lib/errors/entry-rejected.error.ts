@@ -15,3 +15,16 @@ export class EntryRejectedError extends Error {
     this.name = 'EntryRejectedError';
   }
 }
+
+/**
+ * `err instanceof EntryRejectedError`, for any thrown value: `instanceof` reads the prototype
+ * chain, which a hostile Proxy's `getPrototypeOf` trap can make throw, and the verdict for one
+ * entry must never escape as a loop error (issue 10, defect 4).
+ */
+export function isEntryRejected(err: unknown): err is EntryRejectedError {
+  try {
+    return err instanceof EntryRejectedError;
+  } catch {
+    return false;
+  }
+}

@@ -33,6 +33,8 @@ export interface RedriveOptions {
    * @default every matching dead letter
    */
   count?: number;
+  /** Only these dead letters (ids in the dead-letter stream). @default every matching one */
+  entryIds?: readonly string[];
 }
 
 /** Options of `EchoStreamAdmin.deadLetters()`. */
@@ -44,4 +46,6 @@ export interface DeadLetterQueryOptions {
    * @default 100
    */
   count?: number;
+  /** Only dead letters after this dead-letter entry id (the next page). @default from the start */
+  after?: string;
 }

@@ -3,6 +3,7 @@ import { ConnectionMonitor } from './connection-monitor';
 import { mapReply, parseEntry, parseReadReply, type RawEntry } from './reply-shapes';
 
 export type { RawEntry } from './reply-shapes';
+export { parseEntry } from './reply-shapes';
 
 /** An ioredis connection: a single node or a cluster. */
 export type RedisConnection = Redis | Cluster;

@@ -5,7 +5,6 @@
  * tests still run. SAMPLE_PAGE_SCREENSHOT=<file.png> saves a screenshot of the page.
  */
 import 'reflect-metadata';
-import * as fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
@@ -15,20 +14,14 @@ import { AppModule } from '../../sample/app.module';
 import { SampleConfig } from '../../sample/config';
 import type { StatsView } from '../../sample/stats/stats.service';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
+import {
+  CHROMIUM,
+  CHROMIUM_ARGS,
+  hasChromium,
+  reportSkippedWithoutChromium,
+} from '../support/chromium';
 import { waitFor } from '../support/wait-for';
 
-const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-const hasChromium = fs.existsSync(CHROMIUM);
 const describeWithChromium = hasChromium ? describe : describe.skip;
 
 let server: RedisServer;
@@ -232,10 +225,4 @@ describeWithChromium('sample live page in headless Chromium', () => {
   });
 });
 
-if (!hasChromium) {
-  // One clear line in the test output (not buried in a console.log stack frame).
-  process.stdout.write(
-    `\nsample-page.e2e: SKIPPED the headless-Chromium page test: ${CHROMIUM} not found ` +
-      `(install it with 'apt-get install -y chromium', or set CHROMIUM_BIN)\n`,
-  );
-}
+reportSkippedWithoutChromium('sample-page.e2e');

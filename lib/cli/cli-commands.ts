@@ -1,0 +1,288 @@
+import type { EchoStreamAdmin } from '../admin/echo-stream-admin.service';
+import type { StreamBrowser } from '../redis/stream-browser';
+import type { RedisStreamsClient } from '../redis/streams-client';
+import type { ConsumerStats } from '../stats/consumer-stats.service';
+import { fieldsToRecord } from '../codec/codecs';
+import { fieldsText } from '../codec/fields-text';
+import { duration, safeText, table } from './format';
+
+/** Everything a command may use: the library's services over one connection, and the output. */
+export interface CommandContext {
+  client: RedisStreamsClient;
+  browser: StreamBrowser;
+  admin: EchoStreamAdmin;
+  stats: ConsumerStats;
+  json: boolean;
+  out: (text: string) => void;
+  /** Aborted on Ctrl-C: `tail --follow` stops. */
+  signal: AbortSignal;
+}
+
+/** The options a command was given, already checked. */
+export interface CommandArgs {
+  positionals: string[];
+  group?: string;
+  count?: number;
+  after?: string;
+  follow?: boolean;
+  from?: string;
+  to?: string;
+}
+
+/** A refusal the CLI prints as one line before exiting with code 1. */
+export class CliError extends Error {
+  override readonly name = 'CliError';
+}
+
+/** One command: usage, the options it takes, how many positionals, and what it does. */
+export interface CommandSpec {
+  usage: string;
+  summary: string;
+  options: Array<'group' | 'count' | 'after' | 'follow' | 'from' | 'to'>;
+  positionals: string[];
+  example: string;
+  run(ctx: CommandContext, args: CommandArgs): Promise<void>;
+}
+
+/** What `history` needs of `EchoStreamAdmin` (SPEC §12); absent in builds without it. */
+interface HistoryReader {
+  history(
+    stream: string,
+    options: { from?: string | Date; to?: string | Date; count?: number },
+  ): AsyncIterable<{
+    entryId: string;
+    fields: Record<string, string> | readonly string[];
+    at: Date;
+  }>;
+}
+
+/** Every command of the CLI, by name, in the order `--help` lists them. */
+export const COMMANDS: Record<string, CommandSpec> = {
+  streams: {
+    usage: 'streams',
+    summary: 'the stream keys on the server, with their length and number of groups',
+    options: [],
+    positionals: [],
+    example: 'echo-stream streams',
+    async run(ctx) {
+      const names = new Set<string>();
+      let cursor = '0';
+      do {
+        const page = await ctx.browser.scanStreams(cursor, 1000);
+        page.keys.forEach((key) => names.add(key));
+        cursor = page.cursor;
+      } while (cursor !== '0');
+      const streams = await Promise.all(
+        [...names].sort().map(async (stream) => {
+          const [length, groups] = await Promise.all([
+            ctx.client.length(stream),
+            ctx.client.groups(stream),
+          ]);
+          return { stream, length, groups: groups.length };
+        }),
+      );
+      if (ctx.json) return ctx.out(JSON.stringify(streams));
+      if (streams.length === 0) return ctx.out('no stream keys on this server');
+      ctx.out(
+        table(
+          ['STREAM', 'LENGTH', 'GROUPS'],
+          streams.map((s) => [s.stream, s.length, s.groups]),
+          ['LENGTH', 'GROUPS'],
+        ),
+      );
+    },
+  },
+
+  inspect: {
+    usage: 'inspect <stream>',
+    summary: 'groups and consumers of a stream: pending, lag, oldest pending, dead letters',
+    options: [],
+    positionals: ['stream'],
+    example: 'echo-stream inspect orders',
+    async run(ctx, { positionals: [stream] }) {
+      await requireStream(ctx, stream);
+      const [length, groups] = await Promise.all([
+        ctx.client.length(stream),
+        ctx.client.groups(stream),
+      ]);
+      const inspected = await Promise.all(
+        groups.map(async (g) => ({ group: g.name, ...(await ctx.stats.inspect(stream, g.name)) })),
+      );
+      if (ctx.json) return ctx.out(JSON.stringify({ stream, length, groups: inspected }));
+      ctx.out(`stream ${safeText(stream)}: ${length} entries, ${groups.length} group(s)`);
+      if (inspected.length === 0) return;
+      ctx.out(
+        table(
+          ['GROUP', 'CONSUMERS', 'PENDING', 'LAG', 'OLDEST PENDING', 'DEAD LETTERS'],
+          inspected.map((g) => [
+            g.group,
+            g.consumers.length,
+            g.pending,
+            g.lag ?? '-',
+            duration(g.oldestPendingMs),
+            g.deadLetters,
+          ]),
+          ['CONSUMERS', 'PENDING', 'LAG', 'OLDEST PENDING', 'DEAD LETTERS'],
+        ),
+      );
+      const consumers = inspected.flatMap((g) =>
+        g.consumers.map((c) => [g.group, c.name, c.pending, duration(c.idleMs)]),
+      );
+      if (consumers.length > 0) {
+        ctx.out('');
+        ctx.out(table(['GROUP', 'CONSUMER', 'PENDING', 'IDLE'], consumers, ['PENDING', 'IDLE']));
+      }
+    },
+  },
+
+  pending: {
+    usage: 'pending <stream> <group> [--count n] [--after entry-id]',
+    summary: "one page of a group's pending entries (PEL): entry, consumer, idle, deliveries",
+    options: ['count', 'after'],
+    positionals: ['stream', 'group'],
+    example: 'echo-stream pending orders billing --count 20',
+    async run(ctx, { positionals: [stream, group], count = 50, after }) {
+      await requireStream(ctx, stream);
+      const info = (await ctx.client.groups(stream)).find((g) => g.name === group);
+      if (!info) throw new CliError(`stream '${stream}' has no group '${group}'`);
+      const rows = await ctx.client.pending(stream, group, {
+        start: after === undefined ? '-' : `(${after}`,
+        end: '+',
+        count,
+      });
+      const next = rows.length === count ? rows[rows.length - 1].entryId : null;
+      if (ctx.json) {
+        return ctx.out(
+          JSON.stringify({ stream, group, pending: info.pending, entries: rows, next }),
+        );
+      }
+      ctx.out(`${info.pending} pending in ${safeText(stream)}/${safeText(group)}`);
+      if (rows.length === 0) return;
+      ctx.out(
+        table(
+          ['ENTRY', 'CONSUMER', 'IDLE', 'DELIVERIES'],
+          rows.map((r) => [r.entryId, r.consumer, duration(r.idleMs), r.deliveries]),
+          ['IDLE', 'DELIVERIES'],
+        ),
+      );
+      if (next) ctx.out(`next page: --after ${next}`);
+    },
+  },
+
+  'dead-letters': {
+    usage: 'dead-letters <stream> [--group g] [--count n] [--after entry-id]',
+    summary: "a stream's dead letters, oldest first: reason, attempts, when, error",
+    options: ['group', 'count', 'after'],
+    positionals: ['stream'],
+    example: 'echo-stream dead-letters orders --group billing',
+    async run(ctx, { positionals: [stream], group, count = 100, after }) {
+      await requireStream(ctx, stream);
+      const letters = await ctx.admin.deadLetters(stream, { group, count, after });
+      if (ctx.json) return ctx.out(JSON.stringify(letters));
+      if (letters.length === 0) return ctx.out(`no dead letters of ${safeText(stream)}`);
+      ctx.out(
+        table(
+          ['ENTRY', 'GROUP', 'REASON', 'ATTEMPTS', 'AT', 'ID', 'ERROR'],
+          letters.map((l) => [
+            l.entryId,
+            l.group,
+            l.reason,
+            l.attempts,
+            l.at.toISOString(),
+            l.id ?? '-',
+            l.error ?? '',
+          ]),
+          ['ATTEMPTS'],
+        ),
+      );
+    },
+  },
+
+  redrive: {
+    usage: 'redrive <stream> [--group g] [--count n]',
+    summary: 'moves dead letters back to the stream, oldest first (copy, then delete)',
+    options: ['group', 'count'],
+    positionals: ['stream'],
+    example: 'echo-stream redrive orders --group billing --count 10',
+    async run(ctx, { positionals: [stream], group, count }) {
+      await requireStream(ctx, stream);
+      const redriven = await ctx.admin.redrive(stream, { group, count });
+      if (ctx.json) return ctx.out(JSON.stringify({ stream, redriven }));
+      ctx.out(`redrove ${redriven} dead letter(s) to ${safeText(stream)}`);
+    },
+  },
+
+  tail: {
+    usage: 'tail <stream> [--count n] [--follow]',
+    summary: 'the newest entries (oldest of them first); --follow waits for more until Ctrl-C',
+    options: ['count', 'follow'],
+    positionals: ['stream'],
+    example: 'echo-stream tail orders --count 5 --follow',
+    async run(ctx, { positionals: [stream], count = 10, follow = false }) {
+      await requireStream(ctx, stream);
+      const newest = (await ctx.browser.revRange(stream, '+', '-', count)).reverse();
+      const print = (entries: typeof newest) => {
+        for (const e of entries) {
+          if (ctx.json) ctx.out(JSON.stringify({ entryId: e.entryId, fields: record(e.fields) }));
+          else
+            ctx.out(
+              `${e.entryId}  ${safeText(e.fields === null ? '(deleted)' : fieldsText(e.fields))}`,
+            );
+        }
+      };
+      if (ctx.json && !follow) {
+        return ctx.out(
+          JSON.stringify(newest.map((e) => ({ entryId: e.entryId, fields: record(e.fields) }))),
+        );
+      }
+      print(newest);
+      let last = newest.length > 0 ? newest[newest.length - 1].entryId : '0-0';
+      while (follow && !ctx.signal.aborted) {
+        const more = await ctx.browser.readAfter(stream, last, 1000, 100);
+        print(more);
+        if (more.length > 0) last = more[more.length - 1].entryId;
+      }
+    },
+  },
+
+  history: {
+    usage: 'history <stream> --from <date|entry-id> [--to <date|entry-id>] [--count n]',
+    summary: 'entries between two times or entry ids (needs EchoStreamAdmin.history)',
+    options: ['from', 'to', 'count'],
+    positionals: ['stream'],
+    example: 'echo-stream history orders --from 2026-11-30T10:00:00Z --to 2026-11-30T11:00:00Z',
+    async run(ctx, { positionals: [stream], from, to, count = 100 }) {
+      if (from === undefined) throw new CliError('history needs --from <date|entry-id>');
+      const reader = ctx.admin as unknown as Partial<HistoryReader>;
+      if (typeof reader.history !== 'function') {
+        throw new CliError('history needs EchoStreamAdmin.history, which this build does not have');
+      }
+      await requireStream(ctx, stream);
+      const bound = (v: string | undefined) =>
+        v === undefined || /^\d+(-\d+)?$/.test(v) ? v : new Date(v);
+      const entries: Array<{ entryId: string; at: string; fields: Record<string, string> }> = [];
+      for await (const e of reader.history(stream, { from: bound(from), to: bound(to), count })) {
+        const fields = Array.isArray(e.fields)
+          ? fieldsToRecord(e.fields as string[])
+          : (e.fields as Record<string, string>);
+        if (ctx.json) entries.push({ entryId: e.entryId, at: e.at.toISOString(), fields });
+        else
+          ctx.out(
+            `${e.entryId}  ${e.at.toISOString()}  ${safeText(fieldsText(Object.entries(fields).flat()))}`,
+          );
+      }
+      if (ctx.json) ctx.out(JSON.stringify(entries));
+    },
+  },
+};
+
+/** A missing key or a key of another type is a clear one-line error, not an empty answer. */
+async function requireStream(ctx: CommandContext, stream: string): Promise<void> {
+  const type = await ctx.browser.keyType(stream);
+  if (type === 'none') throw new CliError(`no such key '${stream}'`);
+  if (type !== 'stream') throw new CliError(`WRONGTYPE: '${stream}' is a ${type}, not a stream`);
+}
+
+function record(fields: readonly string[] | null): Record<string, string> | null {
+  return fields === null ? null : fieldsToRecord(fields);
+}

@@ -1,0 +1,49 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+/** The page's static files, shipped in the package next to this file (`assets/`). */
+export interface DashboardAssets {
+  /** index.html with `{{BASE}}` where the mount path goes. */
+  html: string;
+  script: string;
+  style: string;
+  icon: string;
+}
+
+/** Reads the assets once (at module registration); a missing file fails the app's bootstrap. */
+export function loadDashboardAssets(): DashboardAssets {
+  const dir = assetsDir();
+  const read = (name: string) => fs.readFileSync(path.join(dir, name), 'utf8');
+  return {
+    html: read('index.html'),
+    script: read('dashboard.js'),
+    style: read('dashboard.css'),
+    icon: read('favicon.svg'),
+  };
+}
+
+/**
+ * The page for a request to `requestPath` (the mount path as the client wrote it, global prefix
+ * included): asset URLs and the API base are absolute, so `/echo-stream` and `/echo-stream/` both
+ * work. The path is HTML-escaped; nothing else from the request reaches the page.
+ */
+export function renderPage(html: string, requestPath: string, readOnly: boolean): string {
+  const base = escapeHtml(requestPath.split('?')[0].replace(/\/+$/, ''));
+  return html.replaceAll('{{BASE}}', base).replaceAll('{{READ_ONLY}}', String(readOnly));
+}
+
+/**
+ * `assets/` next to this file, as the package ships it. NOTE: the package is CommonJS, so
+ * `__dirname` is there; only the repository's own runs load `lib/` otherwise (ts-jest as ES
+ * modules, where `__dirname` is undefined; the sample compiled to `.sample-dist/` without the
+ * assets), from the repository root, where the sources are.
+ */
+function assetsDir(): string {
+  const shipped = typeof __dirname === 'string' ? path.join(__dirname, 'assets') : undefined;
+  if (shipped !== undefined && fs.existsSync(shipped)) return shipped;
+  return path.resolve('lib', 'dashboard', 'assets');
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}

@@ -1,0 +1,37 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { DASHBOARD_OPTIONS } from './dashboard.constants';
+import type { EchoStreamDashboardOptions } from './dashboard-options.interface';
+import { mountDashboardController } from './dashboard.controller';
+import { DashboardService } from './dashboard.service';
+import { resolveDashboardOptions } from './resolve-dashboard-options';
+
+/**
+ * A page plus a JSON API under `path` (default `/echo-stream`) showing every stream of the app's
+ * handlers (and `streams`): groups, consumers, state, rates, lag, pending, oldest pending, dead
+ * letters, a group's PEL, the dead letters and the stream's tail; with `readOnly: false` also
+ * redrive and delete dead letters. Import it next to `EchoStreamModule`. Works on the Express
+ * and the Fastify adapter; needs neither at runtime beyond the one the app uses.
+ *
+ * @example
+ * ```ts
+ * @Module({
+ *   imports: [
+ *     EchoStreamModule.forRoot({ connection: 'redis://127.0.0.1:6379' }),
+ *     EchoStreamDashboardModule.register({ guards: [AdminGuard], readOnly: false }),
+ *   ],
+ * })
+ * export class AppModule {}
+ * ```
+ */
+@Module({})
+export class EchoStreamDashboardModule {
+  /** Mounts the dashboard with {@link EchoStreamDashboardOptions}; a bad option throws at once. */
+  static register(options: EchoStreamDashboardOptions = {}): DynamicModule {
+    const resolved = resolveDashboardOptions(options);
+    return {
+      module: EchoStreamDashboardModule,
+      controllers: [mountDashboardController(resolved)],
+      providers: [{ provide: DASHBOARD_OPTIONS, useValue: resolved }, DashboardService],
+    };
+  }
+}

@@ -1,0 +1,135 @@
+import { Redis } from 'ioredis';
+import { mapReply, parseEntry, parseReadReply } from './reply-shapes';
+import { RedisStreamsClient, type RawEntry, type RedisConnection } from './streams-client';
+
+/** Deadline of one browsing command (the dashboard and the CLI wait for nothing longer). */
+const BROWSE_DEADLINE_MS = 5000;
+
+/** One page of stream keys found by `SCAN ... TYPE stream`. */
+export interface StreamKeysPage {
+  /** The cursor for the next call; `'0'` once the whole keyspace was scanned. */
+  cursor: string;
+  keys: string[];
+}
+
+/**
+ * The read-only commands the dashboard and the CLI need beyond `StreamsClient`: newest-first
+ * reads (XREVRANGE), the keyspace's stream keys (SCAN TYPE), a key's type. Single-node only for
+ * SCAN (on a Cluster it scans the node ioredis picks); the rest are keyed and routed as usual.
+ */
+export class StreamBrowser {
+  constructor(private readonly redis: RedisConnection) {}
+
+  /** XREVRANGE `stream` `end` `start` COUNT `count`: newest first; `end` may be exclusive (`'(1-0'`). */
+  async revRange(stream: string, end: string, start: string, count: number): Promise<RawEntry[]> {
+    const reply = (await this.call(['XREVRANGE', stream, end, start, 'COUNT', count])) as unknown[];
+    return reply.map(parseEntry);
+  }
+
+  /**
+   * XREAD COUNT `count` BLOCK `blockMs` STREAMS `stream` `afterId` (no group): entries after
+   * `afterId`, waiting up to `blockMs` for the first; `[]` when none came.
+   */
+  async readAfter(
+    stream: string,
+    afterId: string,
+    blockMs: number,
+    count: number,
+  ): Promise<RawEntry[]> {
+    const reply = (await this.call(
+      ['XREAD', 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', stream, afterId],
+      blockMs + BROWSE_DEADLINE_MS,
+    )) as unknown;
+    // RESP2 or RESP3, re-wrapped or a map: one reader for every shape (reply-shapes.ts)
+    return reply === null ? [] : parseReadReply(reply);
+  }
+
+  /**
+   * The stream's `entries-added` (XINFO STREAM) and each group's `entries-read` (XINFO GROUPS):
+   * counters that only grow, for rates of groups no loop of this app counts. `null` where the
+   * server does not report them (Redis < 7, or a group whose read count it cannot tell).
+   */
+  async counters(
+    stream: string,
+  ): Promise<{ entriesAdded: number | null; entriesRead: Map<string, number | null> }> {
+    const [info, groups] = (await Promise.all([
+      this.call(['XINFO', 'STREAM', stream]),
+      this.call(['XINFO', 'GROUPS', stream]),
+    ])) as [unknown, unknown[]];
+    const entriesRead = new Map<string, number | null>();
+    for (const group of groups) {
+      const fields = mapReply(group);
+      const read = fields.get('entries-read');
+      entriesRead.set(
+        String(fields.get('name')),
+        read === undefined || read === null ? null : Number(read),
+      );
+    }
+    const added = mapReply(info).get('entries-added');
+    return {
+      entriesAdded: added === undefined || added === null ? null : Number(added),
+      entriesRead,
+    };
+  }
+
+  /** One SCAN step over keys of type stream (Redis >= 6). */
+  async scanStreams(cursor: string, count: number): Promise<StreamKeysPage> {
+    const reply = (await this.call(['SCAN', cursor, 'COUNT', count, 'TYPE', 'stream'])) as [
+      string,
+      string[],
+    ];
+    return { cursor: String(reply[0]), keys: reply[1].map(String) };
+  }
+
+  /** TYPE of `key`: `'none'` when it does not exist. */
+  async keyType(key: string): Promise<string> {
+    return String(await this.call(['TYPE', key]));
+  }
+
+  private call(args: Array<string | number>, deadlineMs = BROWSE_DEADLINE_MS): Promise<unknown> {
+    const [command, ...rest] = args;
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`${String(command)} got no reply within ${deadlineMs} ms`)),
+        deadlineMs,
+      );
+    });
+    return Promise.race([this.redis.call(String(command), ...rest), deadline]).finally(() =>
+      clearTimeout(timer),
+    );
+  }
+}
+
+/** A connection for one short-lived tool run (the CLI): opened and closed by the caller. */
+export interface OneShotConnection {
+  client: RedisStreamsClient;
+  browser: StreamBrowser;
+  close(): Promise<void>;
+}
+
+/**
+ * Connects to `url` once, without retries: a refused connection or a failed AUTH rejects at once
+ * with the server's or the socket's own message, instead of queueing commands while ioredis
+ * reconnects forever.
+ */
+export async function openOneShotConnection(url: string): Promise<OneShotConnection> {
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    connectionName: 'echo-stream-cli',
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    connectTimeout: BROWSE_DEADLINE_MS,
+    retryStrategy: () => null,
+  });
+  let lastError: Error | undefined;
+  redis.on('error', (err: Error) => (lastError = err));
+  try {
+    await redis.connect();
+  } catch (err) {
+    redis.disconnect();
+    throw lastError ?? err;
+  }
+  const client = new RedisStreamsClient(redis, undefined, BROWSE_DEADLINE_MS);
+  return { client, browser: new StreamBrowser(redis), close: () => client.close() };
+}
