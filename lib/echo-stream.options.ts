@@ -1,6 +1,8 @@
 import { hostname } from 'node:os';
 import type { RedisOptions } from 'ioredis';
 import { resolveCodec } from './codec/codecs';
+import { DEFAULT_RETRY_POLICY } from './consumer/retry-policy';
+import { checkRateLimitOption, checkRetryOption } from './echo-stream.delivery-options';
 import type { ResolvedHandlerOptions } from './consumer/consumer.types';
 import { messages } from './echo-stream.messages';
 import { EchoStreamConfigError } from './errors/echo-stream-config.error';
@@ -38,6 +40,8 @@ export const HANDLER_DEFAULTS = {
   startId: '0',
   codec: 'json',
   batch: false,
+  retry: DEFAULT_RETRY_POLICY,
+  rateLimit: null,
 } as const;
 
 const HANDLER_OPTION_NAMES: ReadonlyArray<keyof StreamHandlerOptions> = [
@@ -52,6 +56,8 @@ const HANDLER_OPTION_NAMES: ReadonlyArray<keyof StreamHandlerOptions> = [
   'codec',
   'batch',
   'deadLetterStream',
+  'retry',
+  'rateLimit',
 ];
 
 const MODULE_OPTION_NAMES: ReadonlyArray<keyof EchoStreamModuleOptions> = [
@@ -177,6 +183,8 @@ export function checkHandlerOptions(where: string, options: Partial<StreamHandle
       messages.badOption(where, 'deadLetterStream', 'a stream name or false', o.deadLetterStream),
     );
   }
+  if (o.retry !== undefined) checkRetryOption(where, o.retry);
+  if (o.rateLimit !== undefined) checkRateLimitOption(where, o.rateLimit);
   if (o.codec !== undefined) {
     try {
       resolveCodec(o.codec);

@@ -8,6 +8,7 @@ export { EchoStreamHealthIndicator } from './stats/echo-stream-health.indicator'
 export { EchoStreamAdmin } from './admin/echo-stream-admin.service';
 export { EchoStreamConfigError } from './errors/echo-stream-config.error';
 export { EchoStreamHealthError } from './errors/echo-stream-health.error';
+export { NonRetryableError } from './errors/non-retryable.error';
 export { PROMETHEUS_CONTENT_TYPE } from './stats/prometheus';
 export { DecodeError, jsonCodec, fieldsCodec } from './codec/codecs';
 export * from './interfaces';

@@ -2,6 +2,7 @@ import { errorText } from '../codec/codecs';
 import type { StreamMessage } from '../interfaces/stream-message.interface';
 import type { ConsumerCounters } from './consumer-counters';
 import type { ConsumerLogger, EntryHandler } from './consumer.types';
+import type { FailedEntry } from './retry-scheduler';
 
 /** Entries held by this consumer that have not settled yet, for the heartbeat. */
 export interface HeldBatch {
@@ -19,6 +20,8 @@ export interface HandlingBatch extends HeldBatch {
 export interface HandleOutcome {
   ok: string[];
   unstarted: string[];
+  /** Entries that failed (thrown, or in batch mode not returned for ack), for the retry policy. */
+  failed: FailedEntry[];
 }
 
 /** How many last handler errors are remembered for dead letters. */
@@ -65,6 +68,7 @@ export class HandlerRunner {
     if (handler.batch) throw new TypeError('handleEach needs a per-entry handler');
     const call = (message: StreamMessage<unknown>): unknown => handler.call(message);
     let next = 0;
+    const failed: FailedEntry[] = [];
     const work = async (): Promise<void> => {
       while (next < messages.length && !this.isStopping()) {
         const message = messages[next++];
@@ -76,6 +80,7 @@ export class HandlerRunner {
           held.ok.push(message.entryId);
         } catch (err) {
           this.entryFailed(err, message);
+          failed.push({ message, error: err, claimedAt: held.touchedAt });
         }
         held.unsettled.delete(message.entryId);
       }
@@ -83,7 +88,11 @@ export class HandlerRunner {
     const workers = Math.min(this.concurrency, messages.length);
     if (workers === 1) await work();
     else await Promise.all(Array.from({ length: workers }, work));
-    return { ok: held.ok.splice(0), unstarted: messages.slice(next).map((m) => m.entryId) };
+    return {
+      ok: held.ok.splice(0),
+      unstarted: messages.slice(next).map((m) => m.entryId),
+      failed,
+    };
   }
 
   private entryFailed(err: unknown, message: StreamMessage<unknown>): void {
@@ -101,7 +110,7 @@ export class HandlerRunner {
   ): Promise<HandleOutcome> {
     const { handler } = this;
     if (this.isStopping() || !handler.batch)
-      return { ok: [], unstarted: messages.map((m) => m.entryId) };
+      return { ok: [], unstarted: messages.map((m) => m.entryId), failed: [] };
     const inBatch = new Set(messages.map((m) => m.entryId));
     for (const id of inBatch) held.started.add(id);
     let returned;
@@ -111,13 +120,13 @@ export class HandlerRunner {
       this.handlerFailed(err, `a batch of ${messages.length} (${messages[0].entryId}..)`, [
         ...inBatch,
       ]);
-      return { ok: [], unstarted: [] };
+      return { ok: [], unstarted: [], failed: notReturned(messages, inBatch, err, held) };
     }
     if (returned === null || returned === undefined) {
       this.logger.warn(
         `${this.where}: batch handler returned nothing; acked none of ${messages.length} entries`,
       );
-      return { ok: [], unstarted: [] };
+      return { ok: [], unstarted: [], failed: notReturned(messages, inBatch, undefined, held) };
     }
     const ok: string[] = [];
     for (const item of returned) {
@@ -128,7 +137,7 @@ export class HandlerRunner {
           `${this.where}: batch handler returned ${String(entryId)}, not an entry of this batch; ignored`,
         );
     }
-    return { ok, unstarted: [] };
+    return { ok, unstarted: [], failed: notReturned(messages, inBatch, undefined, held) };
   }
 
   private handlerFailed(err: unknown, what: string, entryIds: readonly string[]): void {
@@ -150,6 +159,18 @@ export class HandlerRunner {
       if (oldest !== undefined) this.lastErrors.delete(oldest);
     }
   }
+}
+
+/** Batch entries still in `left` (not returned for ack): each is retried on its own. */
+function notReturned(
+  messages: readonly StreamMessage<unknown>[],
+  left: ReadonlySet<string>,
+  error: unknown,
+  held: HeldBatch,
+): FailedEntry[] {
+  return messages
+    .filter((m) => left.has(m.entryId))
+    .map((message) => ({ message, error, claimedAt: held.touchedAt }));
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

@@ -2,6 +2,7 @@ import { decodeEntry, errorText } from '../codec/codecs';
 import type { ConsumerSnapshot } from '../interfaces/consumer-snapshot.interface';
 import type { DeadLetterReason } from '../interfaces/dead-letter-message.interface';
 import type { StreamMessage } from '../interfaces/stream-message.interface';
+import { compareEntryIds } from '../redis/entry-id';
 import { isNoGroupError, isWrongTypeError, type RawEntry } from '../redis/streams-client';
 import { BACKOFF_INITIAL_MS, backoffDelay, sleep } from './backoff';
 import { ConsumerCounters } from './consumer-counters';
@@ -17,6 +18,7 @@ import {
   type HandlingBatch,
   type HeldBatch,
 } from './handler-runner';
+import { RetryScheduler, type FailedEntry } from './retry-scheduler';
 
 /**
  * One managed consumer loop over one stream and group (SPEC §3): ensure the group, drain the own
@@ -39,6 +41,7 @@ export class StreamConsumer {
   private readonly abort = new AbortController();
   private readonly deadLetters: DeadLetterPath;
   private readonly runner: HandlerRunner;
+  private readonly retries: RetryScheduler;
 
   private running: Promise<void> | null = null;
   private stopping = false;
@@ -103,6 +106,14 @@ export class StreamConsumer {
       this.where,
       () => this.stopping,
     );
+    this.retries = new RetryScheduler({
+      policy: config.options.retry,
+      maxDeliveries: config.options.maxDeliveries,
+      where: this.where,
+      logger: config.logger,
+      counters: this.counters,
+      now: this.now,
+    });
     config.client.onReconnect?.(() => this.backoffWake?.abort());
   }
 
@@ -176,6 +187,7 @@ export class StreamConsumer {
       }
       await this.releaseReadAhead();
       await this.flushAcks();
+      await this.releaseRetries();
     } catch (err) {
       this.logger.error(
         `${this.where}: acks at shutdown failed: ${errorText(err)}; entries stay pending`,
@@ -214,6 +226,10 @@ export class StreamConsumer {
       this.nextSweepAt = this.now() + this.options.claimIntervalMs;
       answered = true;
     }
+    if (this.retries.nextDueAt() <= this.now()) {
+      await this.runDueRetries();
+      answered = true;
+    }
     if (this.stopping) return;
     // The backoff streak is reset only once the read and its XACK went through (below): a read or
     // an XACK that keeps failing must back off 100, 200, 400 ms..., not retry every 100 ms.
@@ -221,7 +237,9 @@ export class StreamConsumer {
 
     const acks = this.takeAcks();
     const ackDone = acks.length > 0 ? this.ack(acks) : undefined;
-    const block = Math.max(1, Math.min(this.options.blockMs, this.nextSweepAt - this.now()));
+    // the read parks no longer than until the next sweep or the next retry is due
+    const wakeAt = Math.min(this.nextSweepAt, this.retries.nextDueAt());
+    const block = Math.max(1, Math.min(this.options.blockMs, wakeAt - this.now()));
     let read: Promise<RawEntry[]>;
     if (this.readAhead) {
       read = this.takeReadAhead();
@@ -408,6 +426,8 @@ export class StreamConsumer {
     let poison: DeadLetterCandidate[] | undefined;
     for (const entry of entries) {
       const { entryId, fields } = entry;
+      // a retry waiting for its time is ours and pending: a read of the own PEL must not start it
+      if (this.retries.has(entryId)) continue;
       if (fields === null) {
         (deleted ??= []).push(entryId);
         continue;
@@ -443,6 +463,7 @@ export class StreamConsumer {
     const outcome = await this.handle(messages);
     if (this.abandoned) return; // stop() settled this batch already and closed the connection
     for (const id of outcome.ok) this.pendingAcks.push(id);
+    if (outcome.failed.length > 0) await this.settleFailed(outcome.failed, entries);
     if (outcome.unstarted.length > 0) {
       await this.config.client.release(
         this.stream,
@@ -455,6 +476,78 @@ export class StreamConsumer {
         `${this.where}: released ${outcome.unstarted.length} unstarted entries to peers`,
       );
     }
+  }
+
+  /**
+   * Failed entries: a `NonRetryableError` or a failure on the last allowed delivery goes to the
+   * dead-letter path now; the retry scheduler keeps the rest until they are due.
+   */
+  private async settleFailed(failed: FailedEntry[], entries: readonly RawEntry[]): Promise<void> {
+    const { nonRetryable, exhausted } = this.retries.route(failed);
+    if (nonRetryable.length === 0 && exhausted.length === 0) return;
+    const fields = new Map(entries.map((e) => [e.entryId, e.fields ?? []]));
+    const dead = (list: FailedEntry[]): DeadLetterCandidate[] =>
+      list.map(({ message: { entryId, attempts } }) => {
+        const candidate = this.candidate(entryId, fields.get(entryId) ?? [], attempts);
+        candidate.error ??= 'not returned for ack by the batch handler';
+        return candidate;
+      });
+    await this.sendDead(dead(nonRetryable), 'non_retryable');
+    await this.sendDead(dead(exhausted), 'max_deliveries');
+  }
+
+  /**
+   * Hands the retries that are due to the handler: XCLAIM without JUSTID returns their bodies and
+   * adds one to their delivery count (the new attempt), in one command for all of them.
+   */
+  private async runDueRetries(): Promise<void> {
+    const { client } = this.config;
+    // in stream order, as any read (and as deliveryCounts' XPENDING range expects)
+    const ids = this.retries.takeDue(this.options.batchSize).sort(compareEntryIds);
+    if (ids.length === 0) return;
+    let entries: RawEntry[];
+    let counts: Map<string, number>;
+    try {
+      entries = await client.claim(this.stream, this.group, this.consumer, 0, ids);
+    } catch (err) {
+      this.retries.putBack(ids);
+      throw err;
+    }
+    try {
+      const won = new Set(entries.map((e) => e.entryId));
+      const missing = ids.filter((id) => !won.has(id));
+      if (missing.length > 0) await this.settleGone(missing);
+      counts = await this.deliveryCounts(entries);
+    } catch (err) {
+      this.needsDrain = true; // claimed, not started: the own PEL read picks them up
+      throw err;
+    }
+    if (entries.length > 0) await this.process(entries, counts);
+  }
+
+  /**
+   * At stop: waiting retries go to peers. Each one's idle time is set so that a peer's sweep
+   * (idle >= minIdleMs) takes it when it is due, not before (at once when already due; after
+   * minIdleMs at the latest). Idle times are rounded down to buckets: few commands.
+   */
+  private async releaseRetries(): Promise<void> {
+    const waiting = this.retries.takeAll();
+    if (waiting.length === 0) return;
+    const { minIdleMs } = this.options;
+    const bucket = Math.max(100, Math.ceil(minIdleMs / 20));
+    const now = this.now();
+    const byIdle = new Map<number, string[]>();
+    for (const { entryId, dueAt } of waiting) {
+      const idle = Math.max(0, minIdleMs - Math.max(0, dueAt - now));
+      const rounded = Math.floor(idle / bucket) * bucket;
+      const ids = byIdle.get(rounded);
+      if (ids) ids.push(entryId);
+      else byIdle.set(rounded, [entryId]);
+    }
+    for (const [idle, ids] of byIdle) {
+      await this.config.client.release(this.stream, this.group, this.consumer, ids, idle);
+    }
+    this.logger.log(`${this.where}: released ${waiting.length} waiting retries to peers`);
   }
 
   private async handle(messages: StreamMessage<unknown>[]): Promise<HandleOutcome> {
@@ -578,6 +671,7 @@ export class StreamConsumer {
       this.touchHeld(this.held),
       this.touchHeld(this.dying),
       this.touchHeld(this.ahead),
+      this.touchHeld(this.retries.held),
     ]);
   }
 

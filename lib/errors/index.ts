@@ -1,2 +1,3 @@
 export * from './echo-stream-config.error';
 export * from './echo-stream-health.error';
+export * from './non-retryable.error';

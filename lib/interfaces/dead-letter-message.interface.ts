@@ -1,9 +1,12 @@
 /** Why an entry left the hot path. */
-export type DeadLetterReason = 'decode_error' | 'max_deliveries';
+export type DeadLetterReason = 'decode_error' | 'max_deliveries' | 'non_retryable';
 
 /** What a `@DeadLetter` method receives. */
 export interface DeadLetterMessage {
-  /** `'decode_error'` (undecodable entry) or `'max_deliveries'` (poison pill). */
+  /**
+   * `'decode_error'` (undecodable entry), `'max_deliveries'` (poison pill, or a failure on the last
+   * allowed delivery) or `'non_retryable'` (the handler threw a `NonRetryableError`).
+   */
   readonly reason: DeadLetterReason;
   /** Source stream. */
   readonly stream: string;

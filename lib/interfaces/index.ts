@@ -7,3 +7,4 @@ export * from './module-options.interface';
 export * from './publish.interface';
 export * from './stream-handler-options.interface';
 export * from './stream-message.interface';
+export * from './delivery-control.interface';

@@ -7,8 +7,9 @@ import { OrderLedger } from './order-ledger.service';
 
 /**
  * Billing: charges each order once. Fails at random (`FAILURE_RATE`) to show retries: a failed
- * entry stays pending, is reclaimed after `minIdleMs` (3 s here) and handled again with
- * `attempts` + 1. A poison order fails every time and is dead-lettered after 3 deliveries.
+ * entry stays pending and comes back after 0.5 s, then 1 s (the `retry` policy), with `attempts`
+ * + 1 (the page's "Retrying" column shows those waiting). A poison order fails every time and is
+ * dead-lettered when its 3rd delivery fails.
  */
 @Injectable()
 export class OrdersHandler {
@@ -19,7 +20,12 @@ export class OrdersHandler {
     private readonly ledger: OrderLedger,
   ) {}
 
-  @StreamHandler(ORDERS_STREAM, 'billing', { maxDeliveries: 3, minIdleMs: 3000, blockMs: 2000 })
+  @StreamHandler(ORDERS_STREAM, 'billing', {
+    maxDeliveries: 3,
+    minIdleMs: 3000,
+    blockMs: 2000,
+    retry: { type: 'exponential', initialMs: 500, factor: 2, maxMs: 5000 },
+  })
   async charge(message: StreamMessage<Order>): Promise<void> {
     const { id, attempts, payload } = message;
     if (payload.poison) {
