@@ -18,6 +18,7 @@ import {
   type HandlingBatch,
   type HeldBatch,
 } from './handler-runner';
+import { rateLimiterFor, type RateLimiter } from './rate-limiter';
 import { RetryScheduler, type FailedEntry } from './retry-scheduler';
 
 /**
@@ -42,6 +43,8 @@ export class StreamConsumer {
   private readonly deadLetters: DeadLetterPath;
   private readonly runner: HandlerRunner;
   private readonly retries: RetryScheduler;
+  /** `rateLimit`: how many entries the loop may read (and start) now; `null` = no limit. */
+  private readonly limiter: RateLimiter | null;
 
   private running: Promise<void> | null = null;
   private stopping = false;
@@ -114,6 +117,16 @@ export class StreamConsumer {
       counters: this.counters,
       now: this.now,
     });
+    this.limiter = rateLimiterFor(
+      config.options.rateLimit,
+      config.client,
+      this.stream,
+      this.group,
+      {
+        signal: this.abort.signal,
+        now: this.now,
+      },
+    );
     config.client.onReconnect?.(() => this.backoffWake?.abort());
   }
 
@@ -235,11 +248,16 @@ export class StreamConsumer {
     // an XACK that keeps failing must back off 100, 200, 400 ms..., not retry every 100 ms.
     if (answered || this.streak === 0) this.counters.state = 'running';
 
+    if (this.limiter) await this.flushAcks(); // a throttled loop may wait: ack what is done first
+    const allowed = this.limiter ? await this.limiter.acquire(this.options.batchSize) : 0;
+    if (this.stopping) return;
     const acks = this.takeAcks();
     const ackDone = acks.length > 0 ? this.ack(acks) : undefined;
-    // the read parks no longer than until the next sweep or the next retry is due
+    // the read parks no longer than until the next sweep or the next retry is due (or, rate
+    // limited, than its starts stay good)
     const wakeAt = Math.min(this.nextSweepAt, this.retries.nextDueAt());
-    const block = Math.max(1, Math.min(this.options.blockMs, wakeAt - this.now()));
+    let block = Math.max(1, Math.min(this.options.blockMs, wakeAt - this.now()));
+    if (this.limiter) block = Math.min(block, this.limiter.validForMs());
     let read: Promise<RawEntry[]>;
     if (this.readAhead) {
       read = this.takeReadAhead();
@@ -249,7 +267,7 @@ export class StreamConsumer {
         this.stream,
         this.group,
         this.consumer,
-        this.options.batchSize,
+        this.limiter ? allowed : this.options.batchSize,
         '>',
         block,
       );
@@ -259,9 +277,12 @@ export class StreamConsumer {
     if (readResult.status === 'fulfilled' && ackResult.status === 'fulfilled') this.markHealthy();
     if (readResult.status === 'fulfilled') {
       const entries = readResult.value;
+      this.limiter?.refund(allowed - entries.length);
       if (entries.length > 0) {
-        // a full read means a backlog: fetch the next batch while this one is handled
-        if (entries.length >= this.options.batchSize && !this.stopping) this.startReadAhead();
+        // a full read means a backlog: fetch the next batch while this one is handled (not when
+        // rate limited: it may read only what it may start)
+        const full = entries.length >= this.options.batchSize && !this.limiter;
+        if (full && !this.stopping) this.startReadAhead();
         await this.process(entries, null);
       }
     } else {
@@ -280,13 +301,10 @@ export class StreamConsumer {
     const { client } = this.config;
     let cursor = '0';
     while (!this.stopping) {
-      const entries = await client.readGroup(
-        this.stream,
-        this.group,
-        this.consumer,
-        this.options.batchSize,
-        cursor,
-      );
+      const count = await this.allowance();
+      if (count === 0) return; // stopping
+      const entries = await client.readGroup(this.stream, this.group, this.consumer, count, cursor);
+      this.limiter?.refund(count - entries.length);
       if (entries.length === 0) return;
       cursor = entries[entries.length - 1].entryId;
       await this.process(entries, await this.deliveryCounts(entries));
@@ -352,14 +370,17 @@ export class StreamConsumer {
     const { minIdleMs, batchSize, maxClaimPasses } = this.options;
     let cursor = '0-0';
     for (let passes = 1; !this.stopping; passes++) {
+      const count = this.limiter ? await this.allowance() : batchSize;
+      if (count === 0) return; // stopping
       const page = await client.autoClaim(
         this.stream,
         this.group,
         this.consumer,
         minIdleMs,
         cursor,
-        batchSize,
+        count,
       );
+      this.limiter?.refund(count - page.entries.length);
       if (page.deletedIds.length > 0) await this.settleDeleted(page.deletedIds);
       if (page.entries.length > 0) {
         await this.process(page.entries, await this.deliveryCounts(page.entries));
@@ -460,6 +481,7 @@ export class StreamConsumer {
     if (poison) await this.sendDead(poison, 'max_deliveries');
     if (messages.length === 0) return;
 
+    if (this.limiter) await this.limiter.confirm(messages.length);
     const outcome = await this.handle(messages);
     if (this.abandoned) return; // stop() settled this batch already and closed the connection
     for (const id of outcome.ok) this.pendingAcks.push(id);
@@ -503,7 +525,9 @@ export class StreamConsumer {
   private async runDueRetries(): Promise<void> {
     const { client } = this.config;
     // in stream order, as any read (and as deliveryCounts' XPENDING range expects)
-    const ids = this.retries.takeDue(this.options.batchSize).sort(compareEntryIds);
+    const allowed = await this.allowance();
+    const ids = this.retries.takeDue(allowed).sort(compareEntryIds);
+    this.limiter?.refund(allowed - ids.length);
     if (ids.length === 0) return;
     let entries: RawEntry[];
     let counts: Map<string, number>;
@@ -643,6 +667,11 @@ export class StreamConsumer {
     const acks = this.pendingAcks;
     this.pendingAcks = [];
     return acks;
+  }
+
+  /** How many entries the loop may read now: `batchSize`, or what the rate limit allows. */
+  private async allowance(): Promise<number> {
+    return this.limiter ? this.limiter.acquire(this.options.batchSize) : this.options.batchSize;
   }
 
   private async flushAcks(): Promise<void> {

@@ -1,4 +1,5 @@
 import { Command, type Cluster, type Redis } from 'ioredis';
+import { RATE_BUDGET_SCRIPT, RATE_BUDGET_SHA, rateBudgetKey } from './rate-budget.script';
 
 /** An ioredis connection: a single node or a cluster. */
 export type RedisConnection = Redis | Cluster;
@@ -50,6 +51,14 @@ export interface ConsumerInfo {
   name: string;
   pending: number;
   idleMs: number;
+}
+
+/** What one refill of a group's rate budget granted. */
+export interface RateBudgetGrant {
+  /** Starts granted (0..want). */
+  granted: number;
+  /** Ms until the window of the grant ends (the server's clock). */
+  windowLeftMs: number;
 }
 
 /** Raised when a command outlives its deadline; the connection was replaced. */
@@ -126,6 +135,17 @@ export interface StreamsClient {
   config(parameter: string): Promise<string | null>;
   /** Calls `listener` each time the connection is (re)established and ready. */
   onReconnect?(listener: () => void): void;
+  /**
+   * Takes up to `want` handler starts from the group's budget of `max` per `perMs` window, in one
+   * atomic script call (`rateLimit: { scope: 'group' }`).
+   */
+  takeRateBudget?(
+    stream: string,
+    group: string,
+    max: number,
+    perMs: number,
+    want: number,
+  ): Promise<RateBudgetGrant>;
   close(): Promise<void>;
 }
 
@@ -384,6 +404,25 @@ export class RedisStreamsClient implements StreamsClient {
   ): Promise<void> {
     if (ids.length === 0) return;
     await this.call(['XCLAIM', stream, group, consumer, 0, ...ids, 'IDLE', idleMs, 'JUSTID']);
+  }
+
+  async takeRateBudget(
+    stream: string,
+    group: string,
+    max: number,
+    perMs: number,
+    want: number,
+  ): Promise<RateBudgetGrant> {
+    const args = [rateBudgetKey(stream, group), max, perMs, want];
+    let reply: unknown;
+    try {
+      reply = await this.call(['EVALSHA', RATE_BUDGET_SHA, 1, ...args]);
+    } catch (err) {
+      if (!(err instanceof Error && err.message.startsWith('NOSCRIPT'))) throw err;
+      reply = await this.call(['EVAL', RATE_BUDGET_SCRIPT, 1, ...args]);
+    }
+    const [granted, windowLeftMs] = reply as [number, number];
+    return { granted: Number(granted), windowLeftMs: Math.max(1, Number(windowLeftMs)) };
   }
 
   async add(stream: string, fields: readonly string[], maxLen?: number): Promise<string> {
