@@ -135,11 +135,12 @@ describe('rateLimit', () => {
     expect(Math.max(...perWindow(starts, 300))).toBeLessThanOrEqual(4);
     await publishMany(stream, 50); // a backlog the loop is throttled on
     const stopping = Date.now();
-    running.splice(
+    const [made] = running.splice(
       running.findIndex((r) => r.consumer === consumer),
       1,
     );
     await consumer.stop(2000);
+    made.control.disconnect();
     expect(Date.now() - stopping).toBeLessThan(1500);
   });
 });
