@@ -42,6 +42,7 @@ export class HandlerRunner {
     private readonly logger: ConsumerLogger,
     private readonly where: string,
     private readonly isStopping: () => boolean,
+    private readonly now: () => number = Date.now,
   ) {}
 
   /** Handles `messages`, recording progress in `held`; entries not started at stop are reported. */
@@ -80,7 +81,7 @@ export class HandlerRunner {
           held.ok.push(message.entryId);
         } catch (err) {
           this.entryFailed(err, message);
-          failed.push({ message, error: err, claimedAt: held.touchedAt });
+          failed.push({ message, error: err, claimedAt: held.touchedAt, failedAt: this.now() });
         }
         held.unsettled.delete(message.entryId);
       }
@@ -120,13 +121,21 @@ export class HandlerRunner {
       this.handlerFailed(err, `a batch of ${messages.length} (${messages[0].entryId}..)`, [
         ...inBatch,
       ]);
-      return { ok: [], unstarted: [], failed: notReturned(messages, inBatch, err, held) };
+      return {
+        ok: [],
+        unstarted: [],
+        failed: notReturned(messages, inBatch, err, held, this.now()),
+      };
     }
     if (returned === null || returned === undefined) {
       this.logger.warn(
         `${this.where}: batch handler returned nothing; acked none of ${messages.length} entries`,
       );
-      return { ok: [], unstarted: [], failed: notReturned(messages, inBatch, undefined, held) };
+      return {
+        ok: [],
+        unstarted: [],
+        failed: notReturned(messages, inBatch, undefined, held, this.now()),
+      };
     }
     const ok: string[] = [];
     for (const item of returned) {
@@ -137,7 +146,11 @@ export class HandlerRunner {
           `${this.where}: batch handler returned ${String(entryId)}, not an entry of this batch; ignored`,
         );
     }
-    return { ok, unstarted: [], failed: notReturned(messages, inBatch, undefined, held) };
+    return {
+      ok,
+      unstarted: [],
+      failed: notReturned(messages, inBatch, undefined, held, this.now()),
+    };
   }
 
   private handlerFailed(err: unknown, what: string, entryIds: readonly string[]): void {
@@ -167,10 +180,11 @@ function notReturned(
   left: ReadonlySet<string>,
   error: unknown,
   held: HeldBatch,
+  failedAt: number,
 ): FailedEntry[] {
   return messages
     .filter((m) => left.has(m.entryId))
-    .map((message) => ({ message, error, claimedAt: held.touchedAt }));
+    .map((message) => ({ message, error, claimedAt: held.touchedAt, failedAt }));
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

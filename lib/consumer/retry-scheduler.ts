@@ -11,6 +11,8 @@ export interface FailedEntry {
   error: unknown;
   /** When this consumer last claimed or touched the entry (for the heartbeat). */
   claimedAt: number;
+  /** When the handler failed: the retry delay counts from here, not from the end of the batch. */
+  failedAt: number;
 }
 
 /** Failures that leave the hot path now, per dead-letter reason. */
@@ -84,7 +86,7 @@ export class RetryScheduler {
               `attempt ${message.attempts}): ${problem}; retrying in ${delayMs} ms`,
           );
         }
-        this.schedule(message.entryId, delayMs, failure.claimedAt);
+        this.schedule(message.entryId, failure.failedAt + delayMs, failure.claimedAt);
       }
     }
     return final;
@@ -126,9 +128,9 @@ export class RetryScheduler {
     return all;
   }
 
-  private schedule(entryId: string, delayMs: number, claimedAt: number): void {
+  private schedule(entryId: string, dueAt: number, claimedAt: number): void {
     const wasEmpty = this.waiting.size === 0;
-    this.add(entryId, this.context.now() + delayMs);
+    this.add(entryId, dueAt);
     // the set is touched as one: its clock is that of its least recently touched entry
     this.held.touchedAt = wasEmpty ? claimedAt : Math.min(this.held.touchedAt, claimedAt);
     this.context.counters.totalRetries++;

@@ -108,6 +108,7 @@ export class StreamConsumer {
       config.logger,
       this.where,
       () => this.stopping,
+      this.now,
     );
     this.retries = new RetryScheduler({
       policy: config.options.retry,
@@ -259,6 +260,7 @@ export class StreamConsumer {
     let block = Math.max(1, Math.min(this.options.blockMs, wakeAt - this.now()));
     if (this.limiter) block = Math.min(block, this.limiter.validForMs());
     let read: Promise<RawEntry[]>;
+    let retryWake: NodeJS.Timeout | undefined;
     if (this.readAhead) {
       read = this.takeReadAhead();
     } else {
@@ -271,8 +273,14 @@ export class StreamConsumer {
         '>',
         block,
       );
+      // Redis ends a BLOCK on its own clock tick (up to 100 ms late at hz 10): a retry coming due
+      // during the read wakes it on time with CLIENT UNBLOCK instead
+      const retryDue = this.retries.nextDueAt() - this.now();
+      if (retryDue < this.options.blockMs)
+        retryWake = setTimeout(() => this.wakeForRetry(), retryDue);
     }
     const [ackResult, readResult] = await Promise.allSettled([ackDone, read]);
+    clearTimeout(retryWake);
     this.parked = false;
     if (readResult.status === 'fulfilled' && ackResult.status === 'fulfilled') this.markHealthy();
     if (readResult.status === 'fulfilled') {
@@ -800,6 +808,10 @@ export class StreamConsumer {
       this.streak = 0;
     }
     if (!this.stopping) this.counters.state = 'running';
+  }
+
+  private wakeForRetry(): void {
+    if (this.parked) this.config.client.interruptRead().catch(() => undefined);
   }
 
   /** CLIENT UNBLOCK can overtake the read it targets on the wire: retry until the read returns. */

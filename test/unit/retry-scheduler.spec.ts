@@ -20,7 +20,12 @@ function message(entryId: string, attempts: number): StreamMessage<unknown> {
 }
 
 const failed = (entryId: string, attempts: number, error: unknown = new Error('boom')) =>
-  ({ message: message(entryId, attempts), error, claimedAt: 0 }) satisfies FailedEntry;
+  ({
+    message: message(entryId, attempts),
+    error,
+    claimedAt: 0,
+    failedAt: 1000,
+  }) satisfies FailedEntry;
 
 describe('retryDelay', () => {
   const m = message('1-0', 1);
