@@ -1,6 +1,8 @@
 import { hostname } from 'node:os';
 import type { RedisOptions } from 'ioredis';
 import { resolveCodec } from './codec/codecs';
+import { DEFAULT_RETRY_POLICY } from './consumer/retry-policy';
+import { checkRateLimitOption, checkRetryOption } from './echo-stream.delivery-options';
 import type { ResolvedHandlerOptions } from './consumer/consumer.types';
 import { messages } from './echo-stream.messages';
 import { EchoStreamConfigError } from './errors/echo-stream-config.error';
@@ -53,6 +55,8 @@ export const HANDLER_DEFAULTS = {
   codec: 'json',
   batch: false,
   consumerCleanup: { idleMs: LIFECYCLE_DEFAULTS.consumerCleanupIdleMs },
+  retry: DEFAULT_RETRY_POLICY,
+  rateLimit: null,
 } as const;
 
 const HANDLER_OPTION_NAMES: ReadonlyArray<keyof StreamHandlerOptions> = [
@@ -68,6 +72,8 @@ const HANDLER_OPTION_NAMES: ReadonlyArray<keyof StreamHandlerOptions> = [
   'batch',
   'deadLetterStream',
   'consumerCleanup',
+  'retry',
+  'rateLimit',
 ];
 
 const MODULE_OPTION_NAMES: ReadonlyArray<keyof EchoStreamModuleOptions> = [
@@ -206,6 +212,8 @@ export function checkHandlerOptions(where: string, options: Partial<StreamHandle
     );
   }
   if (o.consumerCleanup !== undefined) checkConsumerCleanup(where, o.consumerCleanup);
+  if (o.retry !== undefined) checkRetryOption(where, o.retry);
+  if (o.rateLimit !== undefined) checkRateLimitOption(where, o.rateLimit);
   if (o.codec !== undefined) {
     try {
       resolveCodec(o.codec);

@@ -22,6 +22,7 @@ export {
   EchoStreamPublishError,
   type PublishErrorFields,
 } from './errors/echo-stream-publish.error';
+export { NonRetryableError } from './errors/non-retryable.error';
 export { PROMETHEUS_CONTENT_TYPE } from './stats/prometheus';
 export { DecodeError, jsonCodec, fieldsCodec } from './codec/codecs';
 export * from './interfaces';

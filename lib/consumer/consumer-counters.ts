@@ -9,6 +9,9 @@ export class ConsumerCounters {
   totalDlq = 0;
   totalErrors = 0;
   totalDeleted = 0;
+  /** Failed entries waiting for their retry now (kept by the retry scheduler). */
+  retrying = 0;
+  totalRetries = 0;
   lastError: string | null = null;
   readonly tpsIn: RateTracker;
   readonly tpsOut: RateTracker;
@@ -41,6 +44,8 @@ export class ConsumerCounters {
       totalDlq: this.totalDlq,
       totalErrors: this.totalErrors,
       totalDeleted: this.totalDeleted,
+      retrying: this.retrying,
+      totalRetries: this.totalRetries,
       tpsIn: this.tpsIn.rate(),
       tpsOut: this.tpsOut.rate(),
       lastError: this.lastError,

@@ -3,6 +3,7 @@ import { isEntryRejected } from '../errors/entry-rejected.error';
 import type { BatchAcks, StreamMessage } from '../interfaces/stream-message.interface';
 import type { ConsumerCounters } from './consumer-counters';
 import type { ConsumerLogger, EntryHandler } from './consumer.types';
+import type { FailedEntry } from './retry-scheduler';
 
 /** Entries held by this consumer that have not settled yet, for the heartbeat. */
 export interface HeldBatch {
@@ -20,6 +21,8 @@ export interface HandlingBatch extends HeldBatch {
 export interface HandleOutcome {
   ok: string[];
   unstarted: string[];
+  /** Entries that failed (thrown, or in batch mode not returned for ack), for the retry policy. */
+  failed: FailedEntry[];
   /** Entries refused by a guard or pipe (`EntryRejectedError`): dead-lettered at once. */
   rejected?: RejectedEntry[];
 }
@@ -49,6 +52,7 @@ export class HandlerRunner {
     private readonly logger: ConsumerLogger,
     private readonly where: string,
     private readonly isStopping: () => boolean,
+    private readonly now: () => number = Date.now,
   ) {}
 
   /** Handles `messages`, recording progress in `held`; entries not started at stop are reported. */
@@ -76,6 +80,7 @@ export class HandlerRunner {
     const call = (message: StreamMessage<unknown>): unknown => handler.call(message);
     let next = 0;
     let rejected: RejectedEntry[] | undefined;
+    const failed: FailedEntry[] = [];
     const work = async (): Promise<void> => {
       while (next < messages.length && !this.isStopping()) {
         const message = messages[next++];
@@ -92,7 +97,10 @@ export class HandlerRunner {
               attempts: message.attempts,
               error: err.message,
             });
-          else this.entryFailed(err, message);
+          else {
+            this.entryFailed(err, message);
+            failed.push({ message, error: err, claimedAt: held.touchedAt, failedAt: this.now() });
+          }
         }
         held.unsettled.delete(message.entryId);
       }
@@ -103,6 +111,7 @@ export class HandlerRunner {
     return {
       ok: held.ok.splice(0),
       unstarted: messages.slice(next).map((m) => m.entryId),
+      failed,
       rejected,
     };
   }
@@ -122,7 +131,7 @@ export class HandlerRunner {
   ): Promise<HandleOutcome> {
     const { handler } = this;
     if (this.isStopping() || !handler.batch)
-      return { ok: [], unstarted: messages.map((m) => m.entryId) };
+      return { ok: [], unstarted: messages.map((m) => m.entryId), failed: [] };
     const inBatch = new Set(messages.map((m) => m.entryId));
     for (const id of inBatch) held.started.add(id);
     let returned;
@@ -135,21 +144,30 @@ export class HandlerRunner {
           attempts,
           error: err.message,
         }));
-        return { ok: [], unstarted: [], rejected };
+        return { ok: [], unstarted: [], failed: [], rejected };
       }
       this.handlerFailed(err, `a batch of ${messages.length} (${messages[0].entryId}..)`, [
         ...inBatch,
       ]);
-      return { ok: [], unstarted: [] };
+      return {
+        ok: [],
+        unstarted: [],
+        failed: notReturned(messages, inBatch, err, held, this.now()),
+      };
     }
     if (returned === null || returned === undefined) {
       this.logger.warn(
         `${this.where}: batch handler returned nothing; acked none of ${messages.length} entries`,
       );
-      return { ok: [], unstarted: [] };
+      return {
+        ok: [],
+        unstarted: [],
+        failed: notReturned(messages, inBatch, undefined, held, this.now()),
+      };
     }
+    let ok: string[];
     try {
-      return { ok: this.acksOf(returned, inBatch), unstarted: [] };
+      ok = this.acksOf(returned, inBatch);
     } catch (err) {
       // not an iterable (`true`), or one whose items cannot be read: a failure of the whole batch
       const returnedText = `batch handler returned ${errorText(returned)}, not an iterable of messages or entry ids`;
@@ -158,8 +176,14 @@ export class HandlerRunner {
         `a batch of ${messages.length} (${messages[0].entryId}..)`,
         messages.map((m) => m.entryId),
       );
-      return { ok: [], unstarted: [] };
+      const all = new Set(messages.map((m) => m.entryId));
+      return { ok: [], unstarted: [], failed: notReturned(messages, all, err, held, this.now()) };
     }
+    return {
+      ok,
+      unstarted: [],
+      failed: notReturned(messages, inBatch, undefined, held, this.now()),
+    };
   }
 
   /** The entries of the batch that `returned` acks; throws when it cannot be read as acks. */
@@ -195,6 +219,19 @@ export class HandlerRunner {
       if (oldest !== undefined) this.lastErrors.delete(oldest);
     }
   }
+}
+
+/** Batch entries still in `left` (not returned for ack): each is retried on its own. */
+function notReturned(
+  messages: readonly StreamMessage<unknown>[],
+  left: ReadonlySet<string>,
+  error: unknown,
+  held: HeldBatch,
+  failedAt: number,
+): FailedEntry[] {
+  return messages
+    .filter((m) => left.has(m.entryId))
+    .map((message) => ({ message, error, claimedAt: held.touchedAt, failedAt }));
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

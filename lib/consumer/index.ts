@@ -4,4 +4,6 @@ export * from './consumer.types';
 export * from './dead-letter-path';
 export * from './handler-runner';
 export * from './rate-tracker';
+export * from './retry-policy';
+export * from './retry-scheduler';
 export * from './stream-consumer';

@@ -2,6 +2,7 @@ import { decodeEntry, errorText } from '../codec/codecs';
 import type { ConsumerSnapshot } from '../interfaces/consumer-snapshot.interface';
 import type { DeadLetterReason } from '../interfaces/dead-letter-message.interface';
 import type { StreamMessage } from '../interfaces/stream-message.interface';
+import { compareEntryIds } from '../redis/entry-id';
 import { isNoGroupError, isWrongTypeError, type RawEntry } from '../redis/streams-client';
 import { BACKOFF_INITIAL_MS, backoffDelay, sleep } from './backoff';
 import { ConsumerCounters } from './consumer-counters';
@@ -18,6 +19,8 @@ import {
   type HeldBatch,
   type RejectedEntry,
 } from './handler-runner';
+import { rateLimiterFor, type RateLimiter } from './rate-limiter';
+import { RetryScheduler, type FailedEntry } from './retry-scheduler';
 import { stillRunning } from './shutdown-warning';
 
 /**
@@ -41,6 +44,9 @@ export class StreamConsumer {
   private readonly abort = new AbortController();
   private readonly deadLetters: DeadLetterPath;
   private readonly runner: HandlerRunner;
+  private readonly retries: RetryScheduler;
+  /** `rateLimit`: how many entries the loop may read (and start) now; `null` = no limit. */
+  private readonly limiter: RateLimiter | null;
 
   private running: Promise<void> | null = null;
   private stopping = false;
@@ -110,6 +116,25 @@ export class StreamConsumer {
       config.logger,
       this.where,
       () => this.stopping,
+      this.now,
+    );
+    this.retries = new RetryScheduler({
+      policy: config.options.retry,
+      maxDeliveries: config.options.maxDeliveries,
+      where: this.where,
+      logger: config.logger,
+      counters: this.counters,
+      now: this.now,
+    });
+    this.limiter = rateLimiterFor(
+      config.options.rateLimit,
+      config.client,
+      this.stream,
+      this.group,
+      {
+        signal: this.abort.signal,
+        now: this.now,
+      },
     );
     config.client.onReconnect?.(() => this.backoffWake?.abort());
   }
@@ -187,6 +212,7 @@ export class StreamConsumer {
       }
       await this.releaseReadAhead();
       await this.flushAcks();
+      await this.releaseRetries();
     } catch (err) {
       this.logger.error(
         `${this.where}: acks at shutdown failed: ${errorText(err)}; entries stay pending`,
@@ -225,15 +251,27 @@ export class StreamConsumer {
       this.nextSweepAt = this.now() + this.options.claimIntervalMs;
       answered = true;
     }
+    if (this.retries.nextDueAt() <= this.now()) {
+      await this.runDueRetries();
+      answered = true;
+    }
     if (this.stopping) return;
     // The backoff streak is reset only once the read and its XACK went through (below): a read or
     // an XACK that keeps failing must back off 100, 200, 400 ms..., not retry every 100 ms.
     if (answered || this.streak === 0) this.counters.state = 'running';
 
+    if (this.limiter) await this.flushAcks(); // a throttled loop may wait: ack what is done first
+    const allowed = this.limiter ? await this.limiter.acquire(this.options.batchSize) : 0;
+    if (this.stopping) return;
     const acks = this.takeAcks();
     const ackDone = acks.length > 0 ? this.ack(acks) : undefined;
-    const block = Math.max(1, Math.min(this.options.blockMs, this.nextSweepAt - this.now()));
+    // the read parks no longer than until the next sweep or the next retry is due (or, rate
+    // limited, than its starts stay good)
+    const wakeAt = Math.min(this.nextSweepAt, this.retries.nextDueAt());
+    let block = Math.max(1, Math.min(this.options.blockMs, wakeAt - this.now()));
+    if (this.limiter) block = Math.min(block, this.limiter.validForMs());
     let read: Promise<RawEntry[]>;
+    let retryWake: NodeJS.Timeout | undefined;
     if (this.readAhead) {
       read = this.takeReadAhead();
     } else {
@@ -242,19 +280,28 @@ export class StreamConsumer {
         this.stream,
         this.group,
         this.consumer,
-        this.options.batchSize,
+        this.limiter ? allowed : this.options.batchSize,
         '>',
         block,
       );
+      // Redis ends a BLOCK on its own clock tick (up to 100 ms late at hz 10): a retry coming due
+      // during the read wakes it on time with CLIENT UNBLOCK instead
+      const retryDue = this.retries.nextDueAt() - this.now();
+      if (retryDue < this.options.blockMs)
+        retryWake = setTimeout(() => this.wakeForRetry(), retryDue);
     }
     const [ackResult, readResult] = await Promise.allSettled([ackDone, read]);
+    clearTimeout(retryWake);
     this.parked = false;
     if (readResult.status === 'fulfilled' && ackResult.status === 'fulfilled') this.markHealthy();
     if (readResult.status === 'fulfilled') {
       const entries = readResult.value;
+      this.limiter?.refund(allowed - entries.length);
       if (entries.length > 0) {
-        // a full read means a backlog: fetch the next batch while this one is handled
-        if (entries.length >= this.options.batchSize && !this.stopping) this.startReadAhead();
+        // a full read means a backlog: fetch the next batch while this one is handled (not when
+        // rate limited: it may read only what it may start)
+        const full = entries.length >= this.options.batchSize && !this.limiter;
+        if (full && !this.stopping) this.startReadAhead();
         await this.process(entries, null);
       }
     } else {
@@ -273,13 +320,10 @@ export class StreamConsumer {
     const { client } = this.config;
     let cursor = '0';
     while (!this.stopping) {
-      const entries = await client.readGroup(
-        this.stream,
-        this.group,
-        this.consumer,
-        this.options.batchSize,
-        cursor,
-      );
+      const count = await this.allowance();
+      if (count === 0) return; // stopping
+      const entries = await client.readGroup(this.stream, this.group, this.consumer, count, cursor);
+      this.limiter?.refund(count - entries.length);
       if (entries.length === 0) return;
       cursor = entries[entries.length - 1].entryId;
       await this.process(entries, await this.deliveryCounts(entries));
@@ -345,14 +389,17 @@ export class StreamConsumer {
     const { minIdleMs, batchSize, maxClaimPasses } = this.options;
     let cursor = '0-0';
     for (let passes = 1; !this.stopping; passes++) {
+      const count = this.limiter ? await this.allowance() : batchSize;
+      if (count === 0) return; // stopping
       const page = await client.autoClaim(
         this.stream,
         this.group,
         this.consumer,
         minIdleMs,
         cursor,
-        batchSize,
+        count,
       );
+      this.limiter?.refund(count - page.entries.length);
       if (page.deletedIds.length > 0) await this.settleDeleted(page.deletedIds);
       if (page.entries.length > 0) {
         await this.process(page.entries, await this.deliveryCounts(page.entries));
@@ -419,6 +466,8 @@ export class StreamConsumer {
     let poison: DeadLetterCandidate[] | undefined;
     for (const entry of entries) {
       const { entryId, fields } = entry;
+      // a retry waiting for its time is ours and pending: a read of the own PEL must not start it
+      if (this.retries.has(entryId)) continue;
       if (fields === null) {
         (deleted ??= []).push(entryId);
         continue;
@@ -455,11 +504,87 @@ export class StreamConsumer {
     if (poison) await this.sendDead(poison, 'max_deliveries');
     if (messages.length === 0) return;
 
+    if (this.limiter) await this.limiter.confirm(messages.length);
     const outcome = await this.handle(messages, counts);
     if (this.abandoned) return; // stop() settled this batch already and closed the connection
     for (const id of outcome.ok) this.pendingAcks.push(id);
     if (outcome.rejected) await this.sendRejected(outcome.rejected, entries);
+    if (outcome.failed.length > 0) await this.settleFailed(outcome.failed, entries);
     await this.releaseUnstarted(outcome.unstarted, counts, 'unstarted');
+  }
+
+  /**
+   * Failed entries: a `NonRetryableError` or a failure on the last allowed delivery goes to the
+   * dead-letter path now; the retry scheduler keeps the rest until they are due.
+   */
+  private async settleFailed(failed: FailedEntry[], entries: readonly RawEntry[]): Promise<void> {
+    const { nonRetryable, exhausted } = this.retries.route(failed);
+    if (nonRetryable.length === 0 && exhausted.length === 0) return;
+    const fields = new Map(entries.map((e) => [e.entryId, e.fields ?? []]));
+    const dead = (list: FailedEntry[]): DeadLetterCandidate[] =>
+      list.map(({ message: { entryId, attempts } }) => {
+        const candidate = this.candidate(entryId, fields.get(entryId) ?? [], attempts);
+        candidate.error ??= 'not returned for ack by the batch handler';
+        return candidate;
+      });
+    await this.sendDead(dead(nonRetryable), 'non_retryable');
+    await this.sendDead(dead(exhausted), 'max_deliveries');
+  }
+
+  /**
+   * Hands the retries that are due to the handler: XCLAIM without JUSTID returns their bodies and
+   * adds one to their delivery count (the new attempt), in one command for all of them.
+   */
+  private async runDueRetries(): Promise<void> {
+    const { client } = this.config;
+    // in stream order, as any read (and as deliveryCounts' XPENDING range expects)
+    const allowed = await this.allowance();
+    const ids = this.retries.takeDue(allowed).sort(compareEntryIds);
+    this.limiter?.refund(allowed - ids.length);
+    if (ids.length === 0) return;
+    let entries: RawEntry[];
+    let counts: Map<string, number>;
+    try {
+      entries = await client.claim(this.stream, this.group, this.consumer, 0, ids);
+    } catch (err) {
+      this.retries.putBack(ids);
+      throw err;
+    }
+    try {
+      const won = new Set(entries.map((e) => e.entryId));
+      const missing = ids.filter((id) => !won.has(id));
+      if (missing.length > 0) await this.settleGone(missing);
+      counts = await this.deliveryCounts(entries);
+    } catch (err) {
+      this.needsDrain = true; // claimed, not started: the own PEL read picks them up
+      throw err;
+    }
+    if (entries.length > 0) await this.process(entries, counts);
+  }
+
+  /**
+   * At stop: waiting retries go to peers. Each one's idle time is set so that a peer's sweep
+   * (idle >= minIdleMs) takes it when it is due, not before (at once when already due; after
+   * minIdleMs at the latest). Idle times are rounded down to buckets: few commands.
+   */
+  private async releaseRetries(): Promise<void> {
+    const waiting = this.retries.takeAll();
+    if (waiting.length === 0) return;
+    const { minIdleMs } = this.options;
+    const bucket = Math.max(100, Math.ceil(minIdleMs / 20));
+    const now = this.now();
+    const byIdle = new Map<number, string[]>();
+    for (const { entryId, dueAt } of waiting) {
+      const idle = Math.max(0, minIdleMs - Math.max(0, dueAt - now));
+      const rounded = Math.floor(idle / bucket) * bucket;
+      const ids = byIdle.get(rounded);
+      if (ids) ids.push(entryId);
+      else byIdle.set(rounded, [entryId]);
+    }
+    for (const [idle, ids] of byIdle) {
+      await this.config.client.release(this.stream, this.group, this.consumer, ids, idle);
+    }
+    this.logger.log(`${this.where}: released ${waiting.length} waiting retries to peers`);
   }
 
   private async handle(
@@ -592,6 +717,11 @@ export class StreamConsumer {
     return acks;
   }
 
+  /** How many entries the loop may read now: `batchSize`, or what the rate limit allows. */
+  private async allowance(): Promise<number> {
+    return this.limiter ? this.limiter.acquire(this.options.batchSize) : this.options.batchSize;
+  }
+
   private async flushAcks(): Promise<void> {
     const acks = this.takeAcks();
     if (acks.length === 0) return;
@@ -618,6 +748,7 @@ export class StreamConsumer {
       this.touchHeld(this.held),
       this.touchHeld(this.dying),
       this.touchHeld(this.ahead),
+      this.touchHeld(this.retries.held),
     ]);
   }
 
@@ -713,6 +844,10 @@ export class StreamConsumer {
       this.streak = 0;
     }
     if (!this.stopping) this.counters.state = 'running';
+  }
+
+  private wakeForRetry(): void {
+    if (this.parked) this.config.client.interruptRead().catch(() => undefined);
   }
 
   /** CLIENT UNBLOCK can overtake the read it targets on the wire: retry until the read returns. */

@@ -2,3 +2,4 @@ export * from './echo-stream-config.error';
 export * from './echo-stream-health.error';
 export * from './echo-stream-connection.error';
 export * from './echo-stream-publish.error';
+export * from './non-retryable.error';

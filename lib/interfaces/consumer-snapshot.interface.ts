@@ -19,6 +19,10 @@ export interface ConsumerSnapshot {
   readonly totalErrors: number;
   /** Pending entries found already deleted from the stream (acked, never handed on). */
   readonly totalDeleted: number;
+  /** Failed entries waiting for their retry in this process now. */
+  readonly retrying: number;
+  /** Retries scheduled since the loop started. */
+  readonly totalRetries: number;
   /** Entries read per second over the last 10 s. */
   readonly tpsIn: number;
   /** Entries acknowledged per second over the last 10 s. */

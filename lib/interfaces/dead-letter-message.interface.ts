@@ -1,11 +1,12 @@
 /** Why an entry left the hot path. */
-export type DeadLetterReason = 'decode_error' | 'max_deliveries' | 'rejected';
+export type DeadLetterReason = 'decode_error' | 'max_deliveries' | 'non_retryable' | 'rejected';
 
 /** What a `@DeadLetter` method receives. */
 export interface DeadLetterMessage {
   /**
-   * `'decode_error'` (undecodable entry), `'max_deliveries'` (poison pill) or `'rejected'` (a guard
-   * or pipe of the Nest pipeline refused it).
+   * `'decode_error'` (undecodable entry), `'max_deliveries'` (poison pill, or a failure on the last
+   * allowed delivery), `'non_retryable'` (the handler threw a `NonRetryableError`) or `'rejected'`
+   * (a guard or pipe of the Nest pipeline refused it).
    */
   readonly reason: DeadLetterReason;
   /** Source stream. */

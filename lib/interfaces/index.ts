@@ -10,3 +10,4 @@ export * from './stream-handler-options.interface';
 export * from './stream-message.interface';
 export * from './redis-link-status.interface';
 export * from './lifecycle.interface';
+export * from './delivery-control.interface';

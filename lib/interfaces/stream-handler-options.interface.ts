@@ -1,5 +1,6 @@
 import { CodecOption } from './codec.interface';
 import type { ConsumerCleanupOptions } from './lifecycle.interface';
+import type { RateLimitOptions, RetryPolicy } from './delivery-control.interface';
 
 /** Per-handler options of `@StreamHandler(stream, group, options)`; module `defaults` apply first. */
 export interface StreamHandlerOptions {
@@ -65,4 +66,18 @@ export interface StreamHandlerOptions {
    * @see README "Consumer cleanup"
    */
   consumerCleanup: ConsumerCleanupOptions | false;
+  /**
+   * When a failed entry is handed to a handler again; `false` = only the reclaim after
+   * `minIdleMs` (the crash path, the behaviour before 0.2).
+   * @default { type: 'exponential', initialMs: 1000, factor: 2, maxMs: 60000, jitter: 0 }
+   * @see README "Retries"
+   */
+  retry: RetryPolicy | false;
+  /**
+   * At most `max` handler starts per `perMs`, for this loop (`scope: 'process'`) or for every
+   * consumer of the group (`scope: 'group'`); `null` = no limit.
+   * @default null
+   * @see README "Rate limits"
+   */
+  rateLimit: RateLimitOptions | null;
 }

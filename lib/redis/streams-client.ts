@@ -4,6 +4,7 @@ import { mapReply, parseEntry, parseReadReply, type RawEntry } from './reply-sha
 
 export type { RawEntry } from './reply-shapes';
 export { parseEntry } from './reply-shapes';
+import { RATE_BUDGET_SCRIPT, RATE_BUDGET_SHA, rateBudgetKey } from './rate-budget.script';
 
 /** An ioredis connection: a single node or a cluster. */
 export type RedisConnection = Redis | Cluster;
@@ -49,6 +50,14 @@ export interface ConsumerInfo {
   name: string;
   pending: number;
   idleMs: number;
+}
+
+/** What one refill of a group's rate budget granted. */
+export interface RateBudgetGrant {
+  /** Starts granted (0..want). */
+  granted: number;
+  /** Ms until the window of the grant ends (the server's clock). */
+  windowLeftMs: number;
 }
 
 /** Raised when a command outlives its deadline; the connection was replaced. */
@@ -105,7 +114,8 @@ export interface StreamsClient {
   /**
    * XCLAIM ... IDLE ms RETRYCOUNT n JUSTID: marks entries as idle for `idleMs`, so peers reclaim
    * them at once, and sets each one's delivery count to `deliveries[i]` (the count it had before
-   * the read that never reached a handler).
+   * the read that never reached a handler). Without `deliveries` the counts are kept (a waiting
+   * retry, whose failed attempt was a real delivery).
    */
   release(
     stream: string,
@@ -113,7 +123,7 @@ export interface StreamsClient {
     consumer: string,
     ids: readonly string[],
     idleMs: number,
-    deliveries: readonly number[],
+    deliveries?: readonly number[],
   ): Promise<void>;
   /** XADD; `maxLen` trims approximately (`MAXLEN ~`). */
   add(stream: string, fields: readonly string[], maxLen?: number): Promise<string>;
@@ -132,6 +142,17 @@ export interface StreamsClient {
   onReconnect?(listener: () => void): void;
   /** Why the connection is down, if it is; lets a caller wait for it instead of queueing. */
   readonly link?: ConnectionMonitor;
+  /**
+   * Takes up to `want` handler starts from the group's budget of `max` per `perMs` window, in one
+   * atomic script call (`rateLimit: { scope: 'group' }`).
+   */
+  takeRateBudget?(
+    stream: string,
+    group: string,
+    max: number,
+    perMs: number,
+    want: number,
+  ): Promise<RateBudgetGrant>;
   close(): Promise<void>;
 }
 
@@ -390,8 +411,13 @@ export class RedisStreamsClient implements StreamsClient {
     consumer: string,
     ids: readonly string[],
     idleMs: number,
-    deliveries: readonly number[],
+    deliveries?: readonly number[],
   ): Promise<void> {
+    if (deliveries === undefined) {
+      // counts kept as they are (a waiting retry: its failed attempt was a real delivery)
+      await this.call(['XCLAIM', stream, group, consumer, 0, ...ids, 'IDLE', idleMs, 'JUSTID']);
+      return;
+    }
     // RETRYCOUNT is one per XCLAIM: one call per distinct count (usually one, a fresh read's 0)
     const byCount = new Map<number, string[]>();
     ids.forEach((id, i) => {
@@ -417,6 +443,25 @@ export class RedisStreamsClient implements StreamsClient {
         ]),
       ),
     );
+  }
+
+  async takeRateBudget(
+    stream: string,
+    group: string,
+    max: number,
+    perMs: number,
+    want: number,
+  ): Promise<RateBudgetGrant> {
+    const args = [rateBudgetKey(stream, group), max, perMs, want];
+    let reply: unknown;
+    try {
+      reply = await this.call(['EVALSHA', RATE_BUDGET_SHA, 1, ...args]);
+    } catch (err) {
+      if (!(err instanceof Error && err.message.startsWith('NOSCRIPT'))) throw err;
+      reply = await this.call(['EVAL', RATE_BUDGET_SCRIPT, 1, ...args]);
+    }
+    const [granted, windowLeftMs] = reply as [number, number];
+    return { granted: Number(granted), windowLeftMs: Math.max(1, Number(windowLeftMs)) };
   }
 
   async add(stream: string, fields: readonly string[], maxLen?: number): Promise<string> {

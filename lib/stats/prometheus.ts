@@ -48,6 +48,18 @@ const FAMILIES: readonly MetricFamily[] = [
     value: (s) => s.totalDeleted,
   },
   {
+    name: 'echo_stream_retrying',
+    type: 'gauge',
+    help: 'Failed entries waiting for their retry in this process now.',
+    value: (s) => s.retrying,
+  },
+  {
+    name: 'echo_stream_retries_total',
+    type: 'counter',
+    help: 'Retries scheduled after handler failures.',
+    value: (s) => s.totalRetries,
+  },
+  {
     name: 'echo_stream_tps_in',
     type: 'gauge',
     help: 'Entries read per second over the last 10 seconds.',

@@ -9,8 +9,9 @@ import { StreamLoggingInterceptor } from './stream-logging.interceptor';
 
 /**
  * Billing: charges each order once. Fails at random (`FAILURE_RATE`) to show retries: a failed
- * entry stays pending, is reclaimed after `minIdleMs` (3 s here) and handled again with
- * `attempts` + 1. A poison order fails every time and is dead-lettered after 3 deliveries.
+ * entry stays pending and comes back after 0.5 s, then 1 s (the `retry` policy), with `attempts`
+ * + 1 (the page's "Retrying" column shows those waiting). A poison order fails every time and is
+ * dead-lettered when its 3rd delivery fails.
  * The payload arrives as a validated {@link OrderDto}: a malformed order (published as-is by
  * `POST /orders/unchecked`, or by another service) is dead-lettered at once as `rejected`.
  */
@@ -24,7 +25,12 @@ export class OrdersHandler {
     private readonly ledger: OrderLedger,
   ) {}
 
-  @StreamHandler(ORDERS_STREAM, 'billing', { maxDeliveries: 3, minIdleMs: 3000, blockMs: 2000 })
+  @StreamHandler(ORDERS_STREAM, 'billing', {
+    maxDeliveries: 3,
+    minIdleMs: 3000,
+    blockMs: 2000,
+    retry: { type: 'exponential', initialMs: 500, factor: 2, maxMs: 5000 },
+  })
   async charge(
     @Payload(new ValidationPipe({ transform: true })) payload: OrderDto,
     @Ctx() message: StreamMessage<OrderDto>,

@@ -81,10 +81,10 @@ export const STATS_PAGE = `<!doctype html>
   <table id="loops">
     <thead><tr>
       <th>Loop</th><th class="l">State</th><th>In/s</th><th>Out/s</th><th class="l">Out/s, last 60 s</th>
-      <th>Read</th><th>Acked</th><th>Errors</th><th>Dead-lettered</th>
+      <th>Read</th><th>Acked</th><th>Errors</th><th>Retrying</th><th>Retries</th><th>Dead-lettered</th>
       <th>Pending</th><th>Lag</th><th>Oldest pending</th><th>DLQ length</th>
     </tr></thead>
-    <tbody><tr><td class="empty" colspan="13">waiting for /stats</td></tr></tbody>
+    <tbody><tr><td class="empty" colspan="15">waiting for /stats</td></tr></tbody>
   </table>
 
   <h2>Recent dead letters <span class="sub">(newest first; all of them are in the <code>orders:dlq</code> stream)</span></h2>
@@ -98,7 +98,7 @@ export const STATS_PAGE = `<!doctype html>
 (function () {
   'use strict';
   var FIELDS = ['state', 'tpsIn', 'tpsOut', 'spark', 'totalRead', 'totalAcked', 'totalErrors',
-    'totalDlq', 'pending', 'lag', 'oldestPending', 'deadLetters'];
+    'retrying', 'totalRetries', 'totalDlq', 'pending', 'lag', 'oldestPending', 'deadLetters'];
   var SHOWN_DEAD = 8;
   var rows = {};
   var history = {};
@@ -197,6 +197,9 @@ export const STATS_PAGE = `<!doctype html>
       c.totalAcked.textContent = num(loop.totalAcked);
       c.totalErrors.textContent = num(loop.totalErrors);
       c.totalErrors.className = loop.totalErrors > 0 ? 'nonzero' : '';
+      c.retrying.textContent = num(loop.retrying);
+      c.retrying.className = loop.retrying > 0 ? 'nonzero' : '';
+      c.totalRetries.textContent = num(loop.totalRetries);
       c.totalDlq.textContent = num(loop.totalDlq);
       c.pending.textContent = insp ? num(insp.pending) : '?';
       c.lag.textContent = insp ? num(insp.lag) : '?';

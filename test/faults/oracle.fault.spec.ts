@@ -46,7 +46,8 @@ async function history(count: number) {
   const record = (i: number) =>
     fs.appendFileSync(ledger, `H ${ids[i]} ${entryIds[i]} c 1 0 0 ${process.pid}\n`);
   const oracle = () => runOracle(oracleInput(redis, producer, ledger));
-  return { stream, ids, entryIds, record, oracle };
+  const line = (text: string) => fs.appendFileSync(ledger, `${text}\n`);
+  return { stream, ids, entryIds, record, line, oracle };
 }
 
 describe('the oracle', () => {
@@ -105,5 +106,21 @@ describe('the oracle', () => {
     expect(report.duplicateIds).toEqual([[h.ids[0], 2]]);
     expect(() => assertOracle(report)).toThrow(/\(4\) 1 duplicates/);
     expect(() => assertOracle(report, { duplicatesAllowed: true })).not.toThrow();
+  });
+
+  it('(5) flags a retry that started before its failed attempt made it due, by any consumer', async () => {
+    const h = await history(2);
+    // entry 0: failed at 1000, due at 1500; retried by a peer at 1400 (early)
+    h.line(`F ${h.ids[0]} ${h.entryIds[0]} c 1 990 1000 1 1500`);
+    h.line(`H ${h.ids[0]} ${h.entryIds[0]} d 2 1400 1410 2`);
+    // entry 1: failed at 1000, due at 1500; retried at 1500 (on time)
+    h.line(`F ${h.ids[1]} ${h.entryIds[1]} c 1 990 1000 1 1500`);
+    h.line(`H ${h.ids[1]} ${h.entryIds[1]} c 2 1500 1510 1`);
+    await redis.xack(h.stream, 'g', ...h.entryIds);
+    const report = await h.oracle();
+    expect(report.failedAttempts).toBe(2);
+    expect(report.earlyRetries).toEqual([`${h.ids[0]} attempt 2 by d started 100 ms before due`]);
+    expect(report).toMatchObject({ lost: [], ackedWithoutRecord: [], duplicates: 0 });
+    expect(() => assertOracle(report)).toThrow(/\(5\) 1 retries started before due/);
   });
 });

@@ -14,6 +14,8 @@ export function snapshotFixture(overrides: Partial<ConsumerSnapshot> = {}): Cons
     totalDlq: 1,
     totalErrors: 3,
     totalDeleted: 2,
+    retrying: 4,
+    totalRetries: 7,
     tpsIn: 1.5,
     tpsOut: 0.8,
     lastError: null,

@@ -47,7 +47,7 @@ export class Billing {
 
   @DeadLetter('orders')
   onDead(letter: DeadLetterMessage): void {
-    const reason: 'decode_error' | 'max_deliveries' | 'rejected' = letter.reason;
+    const reason: 'decode_error' | 'max_deliveries' | 'non_retryable' | 'rejected' = letter.reason;
     void reason;
   }
 

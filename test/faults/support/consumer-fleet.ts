@@ -41,6 +41,8 @@ export interface ConsumerProcessOptions {
   handleMs?: number;
   /** SIGKILL itself right after the N-th ledger write, before returning (no XACK). */
   crashAfter?: number;
+  /** The handler fails attempts 1..N of every entry (an `F` ledger line each). @default 0 */
+  failAttempts?: number;
   /** Handler options applied as module `defaults`. */
   defaults?: Partial<StreamHandlerOptions>;
   /** Module `shutdownTimeoutMs`. @default 5000 */
@@ -49,7 +51,7 @@ export interface ConsumerProcessOptions {
 
 /** A handler event seen on the child's stdout. */
 export interface HandlerEvent {
-  kind: 'START' | 'DONE';
+  kind: 'START' | 'DONE' | 'FAIL';
   id: string;
   entryId?: string;
   attempts?: number;
@@ -126,6 +128,7 @@ export class ConsumerProcess {
       LEDGER: o.ledger,
       HANDLE_MS: String(o.handleMs ?? 0),
       CRASH_AFTER: o.crashAfter ? String(o.crashAfter) : '',
+      FAIL_ATTEMPTS: String(o.failAttempts ?? 0),
       DEFAULTS: JSON.stringify(o.defaults ?? {}),
       SHUTDOWN_TIMEOUT_MS: String(o.shutdownTimeoutMs ?? 5000),
     });
@@ -205,7 +208,7 @@ export class ConsumerProcess {
       if (kind === 'READY') {
         this.readyAt = at;
         this.readyResolve?.();
-      } else if (kind === 'START') {
+      } else if (kind === 'START' || kind === 'FAIL') {
         this.events.push({ kind, id, entryId, attempts: Number(attempts), at });
       } else if (kind === 'DONE') {
         this.events.push({ kind, id, at });

@@ -12,15 +12,21 @@
  *   HANDLE_MS            how long each handler call takes                 (default 0)
  *   CRASH_AFTER          SIGKILL itself right after the N-th ledger write, before the handler
  *                        returns (so before any XACK of that entry)      (default: never)
+ *   FAIL_ATTEMPTS        the handler throws on attempts 1..N of every entry, after writing an
+ *                        `F` line (so each entry is retried N times)      (default 0)
  *   DEFAULTS             JSON of `defaults` (StreamHandlerOptions)        (default {})
  *   SHUTDOWN_TIMEOUT_MS  module `shutdownTimeoutMs`                       (default 5000)
  *
  * Ledger line (written with one write(2) on a file opened O_APPEND, BEFORE the handler returns):
  *   H <brandedId> <entryId> <consumer> <attempts> <startedAtMs> <endedAtMs> <pid>
+ * and, for a failed attempt (FAIL_ATTEMPTS), before it throws:
+ *   F <brandedId> <entryId> <consumer> <attempts> <startedAtMs> <failedAtMs> <pid> <dueAtMs>
+ * where dueAt is when the retry policy of DEFAULTS.retry (fixed or exponential, no jitter) makes
+ * the next attempt due (failedAt when there is no such policy).
  *
  * Stdout protocol (one line each): `READY <consumer> <pid>` once the loop is running,
  * `START <brandedId> <entryId> <attempts>` when a handler call begins, `DONE <brandedId>` after
- * its ledger line is written. SIGTERM is a graceful close (`enableShutdownHooks`).
+ * its ledger line is written, `FAIL <brandedId> <entryId> <attempts>` before a failing call throws. SIGTERM is a graceful close (`enableShutdownHooks`).
  */
 import 'reflect-metadata';
 import * as fs from 'node:fs';
@@ -46,6 +52,7 @@ const CONSUMER_NAME = required('CONSUMER_NAME');
 const LEDGER = required('LEDGER');
 const HANDLE_MS = Number(process.env.HANDLE_MS ?? 0);
 const CRASH_AFTER = process.env.CRASH_AFTER ? Number(process.env.CRASH_AFTER) : 0;
+const FAIL_ATTEMPTS = Number(process.env.FAIL_ATTEMPTS ?? 0);
 const DEFAULTS = JSON.parse(process.env.DEFAULTS ?? '{}');
 const SHUTDOWN_TIMEOUT_MS = Number(process.env.SHUTDOWN_TIMEOUT_MS ?? 5000);
 
@@ -59,11 +66,33 @@ function say(line) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** The delay DEFAULTS.retry plans after a failure on `attempt` (0 when it cannot tell). */
+function plannedDelay(attempt) {
+  const retry = DEFAULTS.retry;
+  if (!retry) return 0;
+  if (retry.type === 'fixed') return retry.delayMs;
+  if (retry.type === 'exponential') {
+    const base = retry.initialMs * (retry.factor ?? 2) ** (attempt - 1);
+    return Math.min(retry.maxMs ?? 60_000, base);
+  }
+  return 0;
+}
+
 class Handler {
   async handle(message) {
     const startedAt = Date.now();
     say(`START ${message.id} ${message.entryId} ${message.attempts}`);
     if (HANDLE_MS > 0) await sleep(HANDLE_MS);
+    if (message.attempts <= FAIL_ATTEMPTS) {
+      const failedAt = Date.now();
+      fs.writeSync(
+        ledger,
+        `F ${message.id} ${message.entryId} ${CONSUMER_NAME} ${message.attempts} ` +
+          `${startedAt} ${failedAt} ${process.pid} ${failedAt + plannedDelay(message.attempts)}\n`,
+      );
+      say(`FAIL ${message.id} ${message.entryId} ${message.attempts}`);
+      throw new Error(`planned failure of attempt ${message.attempts}`);
+    }
     const line =
       `H ${message.id} ${message.entryId} ${CONSUMER_NAME} ${message.attempts} ` +
       `${startedAt} ${Date.now()} ${process.pid}\n`;

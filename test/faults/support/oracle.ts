@@ -12,7 +12,10 @@
  *       neither pending (XPENDING) nor dead-lettered is in the handled ledger;
  *   (3) nothing stuck: XPENDING of the group is 0 (and the group has no lag);
  *   (4) duplicates (ids handled more than once) are counted and reported; a fault-free run with
- *       clean shutdowns must have none.
+ *       clean shutdowns must have none;
+ *   (5) no early retry (issue 11): after a failed attempt (an `F` ledger line with the time its
+ *       retry policy makes the next attempt due), no later attempt of that entry started before
+ *       that time, by any consumer.
  */
 import * as fs from 'node:fs';
 import type { Redis } from 'ioredis';
@@ -30,16 +33,44 @@ export interface LedgerRecord {
   pid: number;
 }
 
-/** Parses a handled ledger file (`H <id> <entryId> <consumer> <attempts> <start> <end> <pid>`). */
-export function readLedger(file: string): LedgerRecord[] {
-  let text: string;
+/** One failed attempt: an `F` line of a ledger. */
+export interface FailureRecord extends LedgerRecord {
+  /** When the retry policy makes the next attempt due (`endedAt` = when it failed). */
+  dueAt: number;
+}
+
+function ledgerLines(file: string): string[] {
   try {
-    text = fs.readFileSync(file, 'utf8');
+    return fs.readFileSync(file, 'utf8').split('\n');
   } catch {
     return [];
   }
+}
+
+/** The failed attempts of a ledger (`F <id> <entryId> <consumer> <attempts> <start> <failedAt> <pid> <dueAt>`). */
+export function readFailures(file: string): FailureRecord[] {
+  const out: FailureRecord[] = [];
+  for (const line of ledgerLines(file)) {
+    const parts = line.trim().split(' ');
+    if (parts[0] !== 'F' || parts.length < 9) continue;
+    out.push({
+      id: parts[1],
+      entryId: parts[2],
+      consumer: parts[3],
+      attempts: Number(parts[4]),
+      startedAt: Number(parts[5]),
+      endedAt: Number(parts[6]),
+      pid: Number(parts[7]),
+      dueAt: Number(parts[8]),
+    });
+  }
+  return out;
+}
+
+/** Parses a handled ledger file (`H <id> <entryId> <consumer> <attempts> <start> <end> <pid>`). */
+export function readLedger(file: string): LedgerRecord[] {
   const out: LedgerRecord[] = [];
-  for (const line of text.split('\n')) {
+  for (const line of ledgerLines(file)) {
     const parts = line.trim().split(' ');
     if (parts[0] !== 'H' || parts.length < 8) continue;
     out.push({
@@ -219,6 +250,10 @@ export interface OracleReport {
   duplicateIds: Array<[string, number]>;
   /** Ids that were both handled and dead-lettered. */
   handledAndDeadLettered: number;
+  /** Failed attempts recorded (`F` lines). */
+  failedAttempts: number;
+  /** (5) later attempts that started before the retry of a failed attempt was due. */
+  earlyRetries: string[];
 }
 
 /** Reads every entry of a stream (paged XRANGE) as `[entryId, fields]`. */
@@ -318,6 +353,19 @@ export async function runOracle(input: OracleInput): Promise<OracleReport> {
   let handledAndDeadLettered = 0;
   for (const id of deadIds) if (handledCount.has(id)) handledAndDeadLettered++;
 
+  const failures = input.ledgers.flatMap(readFailures);
+  const earlyRetries: string[] = [];
+  for (const failure of failures) {
+    for (const later of [...records, ...failures]) {
+      if (later.id !== failure.id || later.attempts <= failure.attempts) continue;
+      if (later.startedAt < failure.dueAt)
+        earlyRetries.push(
+          `${failure.id} attempt ${later.attempts} by ${later.consumer} started ` +
+            `${failure.dueAt - later.startedAt} ms before due`,
+        );
+    }
+  }
+
   return {
     acknowledged: input.acked.size,
     handled: handledCount.size,
@@ -330,6 +378,8 @@ export async function runOracle(input: OracleInput): Promise<OracleReport> {
     duplicates,
     duplicateIds,
     handledAndDeadLettered,
+    failedAttempts: failures.length,
+    earlyRetries,
   };
 }
 
@@ -345,12 +395,15 @@ export function formatReport(report: OracleReport): string {
       : '') +
     (report.handledAndDeadLettered > 0
       ? `, handled-and-dead-lettered ${report.handledAndDeadLettered}`
+      : '') +
+    (report.failedAttempts > 0
+      ? `, failed attempts ${report.failedAttempts}, early retries ${report.earlyRetries.length}`
       : '')
   );
 }
 
 /**
- * Asserts checks (1)-(3), and (4) when `duplicatesAllowed` is false. Throws one error naming
+ * Asserts checks (1)-(3) and (5), and (4) when `duplicatesAllowed` is false. Throws one error naming
  * every failed check, with the report.
  */
 export function assertOracle(report: OracleReport, { duplicatesAllowed = false } = {}): void {
@@ -369,6 +422,11 @@ export function assertOracle(report: OracleReport, { duplicatesAllowed = false }
     failures.push(`(3) ${report.undelivered} entries never delivered to the group`);
   if (!duplicatesAllowed && report.duplicates !== 0)
     failures.push(`(4) ${report.duplicates} duplicates in a run that must have none`);
+  if (report.earlyRetries.length > 0)
+    failures.push(
+      `(5) ${report.earlyRetries.length} retries started before due: ` +
+        report.earlyRetries.slice(0, 10).join(', '),
+    );
   if (failures.length > 0)
     throw new Error(
       `oracle failed:\n  ${failures.join('\n  ')}\n  report: ${formatReport(report)}`,

@@ -1,0 +1,98 @@
+/** The rate limiter against a fake clock: what a loop may read, refunds, windows, stop. */
+import {
+  ProcessRateBudget,
+  RateLimiter,
+  type RateBudget,
+  type RateGrant,
+} from '../../lib/consumer/rate-limiter';
+
+function clock(start = 10_000) {
+  let now = start;
+  return { now: () => now, advance: (ms: number) => (now += ms) };
+}
+
+describe('ProcessRateBudget', () => {
+  it('grants at most max per fixed window of perMs and says when the window ends', async () => {
+    const c = clock(10_000);
+    const budget = new ProcessRateBudget({ max: 5, perMs: 1000 }, c.now);
+    expect(await budget.take(3)).toEqual({ granted: 3, windowLeftMs: 1000 });
+    c.advance(400);
+    expect(await budget.take(3)).toEqual({ granted: 2, windowLeftMs: 600 });
+    expect(await budget.take(3)).toEqual({ granted: 0, windowLeftMs: 600 });
+    c.advance(600);
+    expect(await budget.take(10)).toEqual({ granted: 5, windowLeftMs: 1000 });
+  });
+});
+
+describe('RateLimiter', () => {
+  /** A budget that records its calls, over a ProcessRateBudget. */
+  function recorded(max: number, perMs: number, c: ReturnType<typeof clock>) {
+    const inner = new ProcessRateBudget({ max, perMs }, c.now);
+    const calls: number[] = [];
+    const budget: RateBudget = {
+      take: (want: number): Promise<RateGrant> => {
+        calls.push(want);
+        return inner.take(want);
+      },
+    };
+    return { budget, calls };
+  }
+
+  it('lets a loop read no more than it may start, one budget call per refill, not per entry', async () => {
+    const c = clock();
+    const { budget, calls } = recorded(10, 1000, c);
+    const limiter = new RateLimiter(budget, { signal: new AbortController().signal, now: c.now });
+    expect(await limiter.acquire(4)).toBe(4);
+    limiter.refund(1); // the read returned 3
+    expect(await limiter.acquire(100)).toBe(7); // 10 - 3 used
+    expect(calls).toEqual([4, 99]); // one refill tops up what was in hand
+    // the refund of a read that got nothing is kept for the next one: no budget call
+    limiter.refund(7);
+    expect(await limiter.acquire(5)).toBe(5);
+    expect(calls).toEqual([4, 99]);
+  });
+
+  it('waits for the next window when the budget is spent (real clock), and no longer', async () => {
+    const budget = new ProcessRateBudget({ max: 2, perMs: 200 }, Date.now);
+    const limiter = new RateLimiter(budget, { signal: new AbortController().signal, now: Date.now });
+    const started = Date.now();
+    const windows = new Set<number>();
+    let total = 0;
+    while (total < 6) {
+      total += await limiter.acquire(10);
+      windows.add(Math.floor(Date.now() / 200));
+    }
+    expect(total).toBe(6);
+    expect(windows.size).toBe(3); // 2 starts in each of 3 windows
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it('drops starts whose window ended; a batch that starts late takes fresh ones (confirm)', async () => {
+    const c = clock(10_000);
+    const { budget, calls } = recorded(10, 1000, c);
+    const limiter = new RateLimiter(budget, { signal: new AbortController().signal, now: c.now });
+    expect(await limiter.acquire(4)).toBe(4);
+    expect(limiter.validForMs()).toBe(1000);
+    await limiter.confirm(4); // same window: nothing to do
+    expect(calls).toEqual([4]);
+    c.advance(1000);
+    await limiter.confirm(4); // next window: the 4 starts are taken again from it
+    expect(calls).toEqual([4, 4]);
+    limiter.refund(3);
+    c.advance(1000);
+    expect(await limiter.acquire(10)).toBe(10); // the refund expired with its window
+    expect(calls).toEqual([4, 4, 10]);
+  });
+
+  it('returns 0 at once when the loop stops, also in the middle of a wait', async () => {
+    const abort = new AbortController();
+    const spent: RateBudget = { take: async () => ({ granted: 0, windowLeftMs: 60_000 }) };
+    const limiter = new RateLimiter(spent, { signal: abort.signal, now: Date.now });
+    const waiting = limiter.acquire(5);
+    setTimeout(() => abort.abort(), 20);
+    const started = Date.now();
+    expect(await waiting).toBe(0);
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(await limiter.acquire(5)).toBe(0);
+  });
+});
