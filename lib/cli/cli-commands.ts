@@ -44,18 +44,6 @@ export interface CommandSpec {
   run(ctx: CommandContext, args: CommandArgs): Promise<void>;
 }
 
-/** What `history` needs of `EchoStreamAdmin` (SPEC §12); absent in builds without it. */
-interface HistoryReader {
-  history(
-    stream: string,
-    options: { from?: string | Date; to?: string | Date; count?: number },
-  ): AsyncIterable<{
-    entryId: string;
-    fields: Record<string, string> | readonly string[];
-    at: Date;
-  }>;
-}
-
 /** Every command of the CLI, by name, in the order `--help` lists them. */
 export const COMMANDS: Record<string, CommandSpec> = {
   streams: {
@@ -247,24 +235,19 @@ export const COMMANDS: Record<string, CommandSpec> = {
 
   history: {
     usage: 'history <stream> --from <date|entry-id> [--to <date|entry-id>] [--count n]',
-    summary: 'entries between two times or entry ids (needs EchoStreamAdmin.history)',
+    summary: 'entries between two times or entry ids (EchoStreamAdmin.history)',
     options: ['from', 'to', 'count'],
     positionals: ['stream'],
     example: 'echo-stream history orders --from 2026-11-30T10:00:00Z --to 2026-11-30T11:00:00Z',
     async run(ctx, { positionals: [stream], from, to, count = 100 }) {
       if (from === undefined) throw new CliError('history needs --from <date|entry-id>');
-      const reader = ctx.admin as unknown as Partial<HistoryReader>;
-      if (typeof reader.history !== 'function') {
-        throw new CliError('history needs EchoStreamAdmin.history, which this build does not have');
-      }
       await requireStream(ctx, stream);
       const bound = (v: string | undefined) =>
         v === undefined || /^\d+(-\d+)?$/.test(v) ? v : new Date(v);
       const entries: Array<{ entryId: string; at: string; fields: Record<string, string> }> = [];
-      for await (const e of reader.history(stream, { from: bound(from), to: bound(to), count })) {
-        const fields = Array.isArray(e.fields)
-          ? fieldsToRecord(e.fields as string[])
-          : (e.fields as Record<string, string>);
+      const window = { from: bound(from), to: bound(to), count };
+      for await (const e of ctx.admin.history(stream, window)) {
+        const fields = e.fields;
         if (ctx.json) entries.push({ entryId: e.entryId, at: e.at.toISOString(), fields });
         else
           ctx.out(

@@ -238,6 +238,37 @@ describe('echo-stream CLI commands', () => {
     expect(await exited).toBe(0);
   });
 
+  it('history: the entries between two entry ids or times, oldest first, with their raw fields', async () => {
+    const stream = fresh();
+    const ids = await seed(stream);
+    const window = await json<
+      Array<{ entryId: string; at: string; fields: Record<string, string> }>
+    >(['history', stream, '--from', ids[1], '--to', ids[3]]);
+    expect(window.map((e) => e.entryId)).toEqual([ids[1], ids[2], ids[3]]);
+    expect(window[0].fields).toEqual({ id: 'e-1', data: '{"i":1}' });
+    expect(new Date(window[0].at).getTime()).toBe(Number(ids[1].split('-')[0]));
+
+    const since = new Date(Number(ids[0].split('-')[0])).toISOString();
+    const counted = await json<Array<{ entryId: string }>>([
+      'history',
+      stream,
+      '--from',
+      since,
+      '--count',
+      '2',
+    ]);
+    expect(counted.map((e) => e.entryId)).toEqual([ids[0], ids[1]]);
+
+    const text = await cli(['--url', server.url, 'history', stream, '--from', ids[4]]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain(`${ids[4]}  `);
+    expect(text.stdout).toContain('id=e-4');
+
+    const bad = await cli(['--url', server.url, 'history', stream]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('--from');
+  });
+
   it('--help per command, and a clear line for bad usage', async () => {
     const help = await cli(['redrive', '--help']);
     expect(help.code).toBe(0);
