@@ -846,8 +846,12 @@ export class StreamConsumer {
     if (!this.stopping) this.counters.state = 'running';
   }
 
+  /**
+   * A due retry ends the parked read early with CLIENT UNBLOCK; where that is denied (a minimal
+   * ACL) the retry waits for the read's BLOCK timeout instead of dropping a healthy connection.
+   */
   private wakeForRetry(): void {
-    if (this.parked) this.config.client.interruptRead().catch(() => undefined);
+    if (this.parked) this.config.client.interruptRead(false).catch(() => undefined);
   }
 
   /** CLIENT UNBLOCK can overtake the read it targets on the wire: retry until the read returns. */

@@ -89,8 +89,13 @@ export interface StreamsClient {
     id: string,
     blockMs?: number,
   ): Promise<RawEntry[]>;
-  /** Wakes a parked `readGroup` (it resolves with no entries). */
-  interruptRead(): Promise<void>;
+  /**
+   * Wakes a parked `readGroup` (it resolves with no entries): CLIENT UNBLOCK, else (denied by an
+   * ACL, no control connection) by dropping the connection when `mayDrop` (a stop), never for a
+   * mere wake-up (a due retry then waits for the read's BLOCK timeout).
+   * @default mayDrop true
+   */
+  interruptRead(mayDrop?: boolean): Promise<void>;
   ack(stream: string, group: string, ids: readonly string[]): Promise<number>;
   autoClaim(
     stream: string,
@@ -305,7 +310,7 @@ export class RedisStreamsClient implements StreamsClient {
     }
   }
 
-  async interruptRead(): Promise<void> {
+  async interruptRead(mayDrop = true): Promise<void> {
     if (!this.parked) return;
     const target = this.unblockTarget();
     if (target) {
@@ -320,6 +325,7 @@ export class RedisStreamsClient implements StreamsClient {
         // fall through: dropping the connection also ends the read
       }
     }
+    if (!mayDrop) return;
     // On a Cluster this drops every node connection (a dropped node alone would have the read
     // retried elsewhere); the read rejects and the cluster reconnects.
     this.redis.disconnect(true);
