@@ -15,11 +15,18 @@ export class NonRetryableError extends Error {
   }
 }
 
-/** True for a `NonRetryableError` of any copy of the package (matched by `name`). */
+/**
+ * True for a `NonRetryableError` of any copy of the package (matched by `name`). Never throws:
+ * a thrown value may be a hostile Proxy whose traps throw, and its verdict is a plain failure.
+ */
 export function isNonRetryable(err: unknown): boolean {
-  return (
-    typeof err === 'object' &&
-    err !== null &&
-    (err instanceof NonRetryableError || (err as { name?: unknown }).name === 'NonRetryableError')
-  );
+  try {
+    return (
+      typeof err === 'object' &&
+      err !== null &&
+      (err instanceof NonRetryableError || (err as { name?: unknown }).name === 'NonRetryableError')
+    );
+  } catch {
+    return false;
+  }
 }
