@@ -6,7 +6,12 @@ import type { RedisLinkStatus } from './interfaces/redis-link-status.interface';
 import type { ConnectionMonitor } from './redis/connection-monitor';
 import { OutageReporter } from './redis/outage-reporter';
 import { createConnection, type ConnectionPurpose } from './redis/redis-connection.factory';
-import { RedisStreamsClient, type RedisConnection } from './redis/streams-client';
+import {
+  isCluster,
+  keySlot,
+  RedisStreamsClient,
+  type RedisConnection,
+} from './redis/streams-client';
 
 /**
  * Owns the Redis connections of the app: one shared (producer, admin, stats, waking parked reads)
@@ -48,8 +53,30 @@ export class EchoStreamConnections implements OnApplicationShutdown {
 
   /** A client on a new connection of its own, for one consumer loop; the loop closes it. */
   createLoopClient(): RedisStreamsClient {
+    return this.loopClient('loop');
+  }
+
+  /** With shared reads: the client of one group's shared read (its owner closes it). */
+  createReadClient(): RedisStreamsClient {
+    return this.loopClient('read');
+  }
+
+  /** With shared reads: the client every loop sends its other commands on (its owner closes it). */
+  createCommandsClient(): RedisStreamsClient {
+    return this.loopClient('commands');
+  }
+
+  /**
+   * Which shared read a stream's loop joins within its group: one per group on one node; on a
+   * Cluster one per hash slot, since one XREADGROUP may only name keys of one slot.
+   */
+  readPartitionOf(stream: string): string {
+    return isCluster(this.client.connection) ? String(keySlot(stream)) : '';
+  }
+
+  private loopClient(purpose: ConnectionPurpose): RedisStreamsClient {
     const control = this.client.connection;
-    const client = new RedisStreamsClient(this.open('loop'), control);
+    const client = new RedisStreamsClient(this.open(purpose), control);
     this.outages.watch(client.link);
     return client;
   }

@@ -29,6 +29,7 @@ export interface ResolvedModuleOptions {
   defaults: Partial<StreamHandlerOptions>;
   shutdownTimeoutMs: number;
   autoStart: boolean;
+  sharedReads: boolean;
   publishTimeoutMs: number;
   /** Retention rules, validated (SPEC §12). */
   retention: ResolvedRetentionRule[];
@@ -40,6 +41,7 @@ export const MODULE_DEFAULTS = {
   connection: 'redis://127.0.0.1:6379',
   shutdownTimeoutMs: 10_000,
   autoStart: true,
+  sharedReads: true,
   publishTimeoutMs: 2000,
 } as const;
 
@@ -84,6 +86,7 @@ const MODULE_OPTION_NAMES: ReadonlyArray<keyof EchoStreamModuleOptions> = [
   'defaults',
   'shutdownTimeoutMs',
   'autoStart',
+  'sharedReads',
   'publishTimeoutMs',
   'retention',
   'retentionIntervalMs',
@@ -127,6 +130,12 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
   if (typeof autoStart !== 'boolean') {
     throw new EchoStreamConfigError(messages.badOption(where, 'autoStart', 'a boolean', autoStart));
   }
+  const sharedReads = options.sharedReads ?? MODULE_DEFAULTS.sharedReads;
+  if (typeof sharedReads !== 'boolean') {
+    throw new EchoStreamConfigError(
+      messages.badOption(where, 'sharedReads', 'a boolean', sharedReads),
+    );
+  }
   const publishTimeoutMs = options.publishTimeoutMs ?? MODULE_DEFAULTS.publishTimeoutMs;
   checkInteger(where, 'publishTimeoutMs', publishTimeoutMs, 1);
   const defaults = options.defaults ?? {};
@@ -140,6 +149,7 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
     defaults,
     shutdownTimeoutMs,
     autoStart,
+    sharedReads,
     publishTimeoutMs,
     retention: retention.rules,
     retentionIntervalMs: retention.intervalMs,

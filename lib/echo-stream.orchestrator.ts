@@ -11,6 +11,7 @@ import type {
   EntryHandler,
   ResolvedHandlerOptions,
 } from './consumer/consumer.types';
+import { SharedReadPool } from './consumer/shared-read-pool';
 import { StreamConsumer } from './consumer/stream-consumer';
 import { EchoStreamConnections } from './echo-stream.connections';
 import { ECHO_STREAM_OPTIONS } from './echo-stream.constants';
@@ -24,10 +25,19 @@ import { ConsumerTracing } from './tracing/consumer-tracing';
 import { loadOtel } from './tracing/otel-api';
 import type { DeadLetterMessage } from './interfaces/dead-letter-message.interface';
 import type { BatchAcks, StreamMessage } from './interfaces/stream-message.interface';
+import type { StreamsClient } from './redis/streams-client';
 
 interface PlannedLoop {
   definition: HandlerDefinition;
   options: ResolvedHandlerOptions;
+}
+
+/** The connections the loops share while they run (`sharedReads`, SPEC §13). */
+interface SharedLoopLinks {
+  /** Every loop's commands but its blocking read. */
+  commands: StreamsClient;
+  /** The blocking reads, one per group (and Cluster slot). */
+  reads: SharedReadPool;
 }
 
 /**
@@ -41,6 +51,8 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
   private started = false;
   /** The stop in flight, shared by every caller. */
   private stopping: Promise<void> | undefined;
+  /** The loops' shared connections while they run (`sharedReads`). */
+  private shared: SharedLoopLinks | undefined;
   /** `@opentelemetry/api`, when installed: handler calls then run in CONSUMER spans. */
   private readonly otel = loadOtel();
 
@@ -62,7 +74,9 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
   start(): void {
     if (this.started) return;
     this.started = true;
-    for (const { definition, options } of this.plan()) {
+    const planned = this.plan();
+    if (this.options.sharedReads && planned.length > 0) this.shared = this.openSharedLinks();
+    for (const { definition, options } of planned) {
       const consumer = this.createConsumer(definition, options);
       this.registry.add(consumer);
       consumer.start();
@@ -90,6 +104,20 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
     this.started = false;
     await Promise.all(consumers.map((consumer) => consumer.stop(this.options.shutdownTimeoutMs)));
     this.registry.remove(consumers);
+    const shared = this.shared;
+    this.shared = undefined;
+    if (shared) await Promise.all([shared.reads.close(), shared.commands.close()]);
+  }
+
+  private openSharedLinks(): SharedLoopLinks {
+    return {
+      commands: this.connections.createCommandsClient(),
+      reads: new SharedReadPool({
+        openReadClient: () => this.connections.createReadClient(),
+        partitionOf: (stream) => this.connections.readPartitionOf(stream),
+        consumer: this.options.consumerName,
+      }),
+    };
   }
 
   async beforeApplicationShutdown(): Promise<void> {
@@ -126,7 +154,13 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
       consumer: this.options.consumerName,
       handlerName: definition.name,
       options,
-      client: this.connections.createLoopClient(),
+      ...(this.shared
+        ? {
+            client: this.shared.commands,
+            reader: this.shared.reads.reader(definition.group, definition.stream),
+            ownsClient: false,
+          }
+        : { client: this.connections.createLoopClient() }),
       handler,
       deadLetters: deadLetterSink(
         this.explorer.deadLetters.filter(

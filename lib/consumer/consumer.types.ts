@@ -3,6 +3,7 @@ import type { StreamHandlerOptions } from '../interfaces/stream-handler-options.
 import type { DeadLetterMessage } from '../interfaces/dead-letter-message.interface';
 import type { BatchAcks, StreamMessage } from '../interfaces/stream-message.interface';
 import type { StreamsClient } from '../redis/streams-client';
+import type { BlockingReader } from './blocking-read';
 
 /** What the engine logs through; Nest's `Logger` fits, so does `console`. */
 export interface ConsumerLogger {
@@ -46,8 +47,17 @@ export interface StreamConsumerConfig {
   /** `'Class.method'`, for logs and stats. */
   handlerName: string;
   options: ResolvedHandlerOptions;
-  /** A client on a connection of the loop's own (a parked read holds its connection). */
+  /**
+   * Where the loop sends its commands: a connection of its own (it also parks its reads there),
+   * or, with shared reads, the app's loop-commands connection (`ownsClient: false`).
+   */
   client: StreamsClient;
+  /** How the loop waits for new entries; absent: XREADGROUP BLOCK on `client`. */
+  reader?: BlockingReader;
+  /** `false`: `client` is shared and its owner closes it, not the loop's stop. @default true */
+  ownsClient?: boolean;
+  /** Where in the sweep interval the loop's second sweep falls (0..1); absent: at random. */
+  sweepPhase?: number;
   handler: EntryHandler;
   deadLetters: DeadLetterSink;
   logger: ConsumerLogger;

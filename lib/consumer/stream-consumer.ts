@@ -5,6 +5,7 @@ import type { StreamMessage } from '../interfaces/stream-message.interface';
 import { compareEntryIds } from '../redis/entry-id';
 import { isNoGroupError, isWrongTypeError, type RawEntry } from '../redis/streams-client';
 import { BACKOFF_INITIAL_MS, backoffDelay, sleep } from './backoff';
+import { OwnConnectionRead, type BlockingReader } from './blocking-read';
 import { ConsumerCounters } from './consumer-counters';
 import type {
   ConsumerLogger,
@@ -47,6 +48,8 @@ export class StreamConsumer {
   private readonly retries: RetryScheduler;
   /** `rateLimit`: how many entries the loop may read (and start) now; `null` = no limit. */
   private readonly limiter: RateLimiter | null;
+  /** How the loop waits for new entries: on its own connection or in its group's shared read. */
+  private readonly reader: BlockingReader;
 
   private running: Promise<void> | null = null;
   private stopping = false;
@@ -56,6 +59,10 @@ export class StreamConsumer {
   private groupKnown = false;
   private needsDrain = true;
   private nextSweepAt = 0;
+  /** Sweeps done; the first runs at start, the second at a random point of the interval. */
+  private sweeps = 0;
+  /** The last sweep found the group's PEL empty and the loop has read nothing since. */
+  private quiet = false;
   private streak = 0;
   private pendingAcks: string[] = [];
   private held: HandlingBatch | null = null;
@@ -136,7 +143,12 @@ export class StreamConsumer {
         now: this.now,
       },
     );
-    config.client.onReconnect?.(() => this.backoffWake?.abort());
+    this.reader =
+      config.reader ??
+      new OwnConnectionRead(config.client, config.stream, config.group, config.consumer);
+    const wake = (): void => this.backoffWake?.abort();
+    config.client.onReconnect?.(wake);
+    this.reader.onReconnect?.(wake);
   }
 
   /** Aborted when the loop is asked to stop; handed to every message. */
@@ -179,7 +191,7 @@ export class StreamConsumer {
     this.abort.abort();
     if (!this.running) {
       this.counters.state = 'stopped';
-      await this.config.client.close();
+      await this.closeClient();
       return;
     }
     this.counters.state = 'stopping';
@@ -193,8 +205,13 @@ export class StreamConsumer {
       );
     }
     this.stopHeartbeat();
-    await this.config.client.close();
+    await this.closeClient();
     this.counters.state = 'stopped';
+  }
+
+  /** Closes the loop's connection, unless it is shared (its owner closes it after every loop). */
+  private async closeClient(): Promise<void> {
+    if (this.config.ownsClient !== false) await this.config.client.close();
   }
 
   private async run(): Promise<void> {
@@ -247,8 +264,7 @@ export class StreamConsumer {
     }
     if (this.now() >= this.nextSweepAt) {
       await this.flushAcks();
-      await this.sweep();
-      this.nextSweepAt = this.now() + this.options.claimIntervalMs;
+      this.nextSweepAt = this.now() + (await this.sweep());
       answered = true;
     }
     if (this.retries.nextDueAt() <= this.now()) {
@@ -265,30 +281,26 @@ export class StreamConsumer {
     if (this.stopping) return;
     const acks = this.takeAcks();
     const ackDone = acks.length > 0 ? this.ack(acks) : undefined;
-    // the read parks no longer than until the next sweep or the next retry is due (or, rate
-    // limited, than its starts stay good)
+    // the read waits no longer than until the next sweep or the next retry is due (or, rate
+    // limited, than its starts stay good); no single park outlasts blockMs
     const wakeAt = Math.min(this.nextSweepAt, this.retries.nextDueAt());
-    let block = Math.max(1, Math.min(this.options.blockMs, wakeAt - this.now()));
-    if (this.limiter) block = Math.min(block, this.limiter.validForMs());
+    let wait = Math.max(1, wakeAt - this.now());
+    if (this.limiter) wait = Math.min(wait, this.limiter.validForMs());
     let read: Promise<RawEntry[]>;
     let retryWake: NodeJS.Timeout | undefined;
     if (this.readAhead) {
       read = this.takeReadAhead();
     } else {
       this.parked = true;
-      read = client.readGroup(
-        this.stream,
-        this.group,
-        this.consumer,
+      read = this.reader.read(
         this.limiter ? allowed : this.options.batchSize,
-        '>',
-        block,
+        wait,
+        this.options.blockMs,
       );
       // Redis ends a BLOCK on its own clock tick (up to 100 ms late at hz 10): a retry coming due
       // during the read wakes it on time with CLIENT UNBLOCK instead
       const retryDue = this.retries.nextDueAt() - this.now();
-      if (retryDue < this.options.blockMs)
-        retryWake = setTimeout(() => this.wakeForRetry(), retryDue);
+      if (retryDue <= wait) retryWake = setTimeout(() => this.wakeForRetry(), retryDue);
     }
     const [ackResult, readResult] = await Promise.allSettled([ackDone, read]);
     clearTimeout(retryWake);
@@ -331,16 +343,33 @@ export class StreamConsumer {
     }
   }
 
-  private async sweep(): Promise<void> {
-    await this.sweepPoison();
-    await this.reclaim();
+  /**
+   * Looks for work of dead peers: poison pills first, then XAUTOCLAIM of idle entries. Returns
+   * how long until the next sweep. A group whose PEL is empty costs one XPENDING summary; as
+   * nothing can become idle past `minIdleMs` sooner than `minIdleMs` after its delivery, and a
+   * delivery shows in that summary, the next sweep of a quiet loop may wait `minIdleMs / 2`
+   * (only entries a stopping peer released wait for it: SPEC §13, many idle handlers). The
+   * second sweep after start comes at a random point of the interval, so the sweeps of many
+   * loops spread over it instead of firing together.
+   */
+  private async sweep(): Promise<number> {
+    const interval = this.options.claimIntervalMs;
+    this.sweeps++;
+    const pending = await this.config.client.pendingCount(this.stream, this.group);
+    this.quiet = pending === 0;
+    if (!this.quiet && (await this.sweepPoison())) await this.reclaim();
+    let next = this.quiet ? Math.max(interval, Math.floor(this.options.minIdleMs / 2)) : interval;
+    if (this.sweeps === 1)
+      next = Math.max(1, Math.floor(next * (this.config.sweepPhase ?? Math.random())));
+    return next;
   }
 
   /**
    * Pages through the group's PEL (idle entries only) and dead-letters those delivered
    * `maxDeliveries` times. Claiming first makes one consumer the only one that dead-letters it.
+   * Returns whether any entry was idle past `minIdleMs` (else XAUTOCLAIM would find nothing).
    */
-  private async sweepPoison(): Promise<void> {
+  private async sweepPoison(): Promise<boolean> {
     const { client } = this.config;
     const { minIdleMs, batchSize, maxDeliveries, maxClaimPasses } = this.options;
     let start = '-';
@@ -351,6 +380,7 @@ export class StreamConsumer {
         end: '+',
         count: batchSize,
       });
+      if (pages === 1 && rows.length === 0) return false;
       const poison = rows.filter((row) => row.deliveries >= maxDeliveries);
       if (poison.length > 0) {
         const won = await client.claim(
@@ -378,9 +408,11 @@ export class StreamConsumer {
         if (lost.length > 0) await this.settleGone(lost);
         await this.sendDead(candidates, 'max_deliveries');
       }
-      if (rows.length < batchSize || (maxClaimPasses !== null && pages >= maxClaimPasses)) return;
+      if (rows.length < batchSize || (maxClaimPasses !== null && pages >= maxClaimPasses))
+        return true;
       start = `(${rows[rows.length - 1].entryId}`;
     }
+    return true;
   }
 
   /** XAUTOCLAIM cursor loop: takes over entries idle past `minIdleMs`, from any consumer. */
@@ -446,6 +478,11 @@ export class StreamConsumer {
     counts: Map<string, number> | null,
   ): Promise<void> {
     this.counters.read(entries.length);
+    if (this.quiet && entries.length > 0) {
+      // deliveries again: sweep at the normal pace
+      this.quiet = false;
+      this.nextSweepAt = Math.min(this.nextSweepAt, this.now() + this.options.claimIntervalMs);
+    }
     try {
       await this.settle(entries, counts);
     } catch (err) {
@@ -851,13 +888,13 @@ export class StreamConsumer {
    * ACL) the retry waits for the read's BLOCK timeout instead of dropping a healthy connection.
    */
   private wakeForRetry(): void {
-    if (this.parked) this.config.client.interruptRead(false).catch(() => undefined);
+    if (this.parked) this.reader.interrupt(false).catch(() => undefined);
   }
 
   /** CLIENT UNBLOCK can overtake the read it targets on the wire: retry until the read returns. */
   private async wakeParkedRead(): Promise<void> {
     for (let tries = 0; this.parked && tries < 40; tries++) {
-      await this.config.client.interruptRead().catch(() => undefined);
+      await this.reader.interrupt(true).catch(() => undefined);
       await sleep(50);
     }
   }

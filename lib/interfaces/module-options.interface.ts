@@ -44,6 +44,17 @@ export interface EchoStreamModuleOptions {
    */
   autoStart?: boolean;
   /**
+   * Shared reads (SPEC §13): the loops of one group name on one Redis node (on a Cluster: one
+   * hash slot) wait for new entries in one blocking `XREADGROUP ... STREAMS s1 s2 ...` on one
+   * connection, and send every other command over one loop-commands connection; so an app holds
+   * (group names + 2) connections per node however many handlers it has. Each loop keeps the rest
+   * of its own (PEL drain, reclaim, dead letters, retries, concurrency, stats). `false`: every loop
+   * parks its read on a connection of its own, as before.
+   * @default true
+   * @see README "Many handlers"
+   */
+  sharedReads?: boolean;
+  /**
    * How long (ms) `StreamProducer.publish()` / `publishMany()` may take in all while Redis is
    * unreachable or slow: waiting for a connection (nothing is queued meanwhile) plus waiting for
    * the reply. Past it the call rejects with `EchoStreamPublishError`; the write is never sent

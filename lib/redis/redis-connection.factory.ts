@@ -2,8 +2,12 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { EchoStreamClusterOptions } from '../interfaces/module-options.interface';
 import type { RedisConnection } from './streams-client';
 
-/** What a connection is for: a loop's own (it parks reads on it) or the shared one. */
-export type ConnectionPurpose = 'loop' | 'shared';
+/**
+ * What a connection is for: a loop's own (it parks reads on it), a shared read of one group
+ * (`read`), the loops' other commands with shared reads (`commands`), or the app's shared one
+ * (producer, admin, stats, CLIENT UNBLOCK). The name shows in CLIENT LIST as `echo-stream-<purpose>`.
+ */
+export type ConnectionPurpose = 'loop' | 'read' | 'commands' | 'shared';
 
 /**
  * Reconnect delay after the `times`-th failed attempt: 50 ms more each time, at most 2 s (the
@@ -37,10 +41,10 @@ export function createConnection(
   // NOTE: no `protocol` here: the loops speak ioredis 6's default, RESP3, or what the user's
   // options ask for; both read the same (reply-shapes.ts) and drain equally fast (README
   // "ioredis 6 and RESP3").
-  const overrides: RedisOptions =
-    purpose === 'loop'
-      ? { maxRetriesPerRequest: 0, enableAutoPipelining: false }
-      : { maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false };
+  const forLoops = purpose !== 'shared';
+  const overrides: RedisOptions = forLoops
+    ? { maxRetriesPerRequest: 0, enableAutoPipelining: false }
+    : { maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false };
   const connectionName = `echo-stream-${purpose}`;
   let redis: RedisConnection;
   if (target.cluster) {
@@ -54,7 +58,7 @@ export function createConnection(
       // As `maxRetriesPerRequest: 0` on one node: no hidden retry loop on CLUSTERDOWN or a lost
       // node (100 ms x maxRedirections, longer than a short read's deadline); the loop's backoff
       // paces retries and its state says `degraded`. MOVED / ASK are still followed at once.
-      ...(purpose === 'loop'
+      ...(forLoops
         ? { maxRedirections: 16, retryDelayOnClusterDown: 0, retryDelayOnFailover: 0 }
         : {}),
     });

@@ -37,6 +37,30 @@ function firstStreamEntries(reply: unknown): unknown {
   return undefined; // nil: nothing arrived
 }
 
+/**
+ * The entries of every stream a multi-stream XREADGROUP named, by stream (streams that got nothing
+ * are absent); an empty map for a nil reply (the read timed out or was unblocked).
+ */
+export function parseReadReplies(reply: unknown): Map<string, RawEntry[]> {
+  const out = new Map<string, RawEntry[]>();
+  const add = (stream: unknown, items: unknown): void => {
+    if (!Array.isArray(items) || items.length === 0) return;
+    out.set(String(stream), items.map(parseEntry));
+  };
+  if (Array.isArray(reply)) {
+    if (reply.length > 0 && Array.isArray(reply[0])) {
+      // RESP2 / re-wrapped: [[stream, entries], ...]
+      for (const pair of reply as unknown[][]) add(pair[0], pair[1]);
+    } else {
+      // flattened map: [stream, entries, stream, entries, ...]
+      for (let i = 0; i + 1 < reply.length; i += 2) add(reply[i], reply[i + 1]);
+    }
+  } else if (isPlainMap(reply)) {
+    for (const [stream, items] of Object.entries(reply)) add(stream, items);
+  }
+  return out;
+}
+
 /** `[id, fields]`, where `fields` is nil for an entry deleted while it was pending. */
 export function parseEntry(item: unknown): RawEntry {
   const pair = item as [string, string[] | null];

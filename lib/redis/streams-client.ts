@@ -1,6 +1,12 @@
 import { Command, type Cluster, type Redis } from 'ioredis';
 import { ConnectionMonitor } from './connection-monitor';
-import { mapReply, parseEntry, parseReadReply, type RawEntry } from './reply-shapes';
+import {
+  mapReply,
+  parseEntry,
+  parseReadReplies,
+  parseReadReply,
+  type RawEntry,
+} from './reply-shapes';
 
 export type { RawEntry } from './reply-shapes';
 export { parseEntry } from './reply-shapes';
@@ -90,6 +96,18 @@ export interface StreamsClient {
     blockMs?: number,
   ): Promise<RawEntry[]>;
   /**
+   * One XREADGROUP of new entries (`>`) on several streams of one group (a shared read, SPEC §13):
+   * parked up to `blockMs` like `readGroup`, without BLOCK when `blockMs` is undefined. Entries by
+   * stream; streams that got nothing are absent. `interruptRead` wakes it like a one-stream read.
+   */
+  readGroups(
+    group: string,
+    consumer: string,
+    count: number,
+    streams: readonly string[],
+    blockMs?: number,
+  ): Promise<Map<string, RawEntry[]>>;
+  /**
    * Wakes a parked `readGroup` (it resolves with no entries): CLIENT UNBLOCK, else (denied by an
    * ACL, no control connection) by dropping the connection when `mayDrop` (a stop), never for a
    * mere wake-up (a due retry then waits for the read's BLOCK timeout).
@@ -106,6 +124,8 @@ export interface StreamsClient {
     count: number,
   ): Promise<AutoClaimPage>;
   pending(stream: string, group: string, query: PendingQuery): Promise<PendingRow[]>;
+  /** XPENDING's summary form: how many entries the group's PEL holds (all consumers). */
+  pendingCount(stream: string, group: string): Promise<number>;
   /** XCLAIM with a min idle time, returning the bodies of the entries this call won. */
   claim(
     stream: string,
@@ -190,7 +210,7 @@ function nodeKeyOf(node: Redis): string {
 }
 
 /** True for an error reply of the server (not a connection failure): it would say the same again. */
-function isReplyError(err: unknown): boolean {
+export function isReplyError(err: unknown): boolean {
   return err instanceof Error && err.name === 'ReplyError';
 }
 
@@ -236,6 +256,7 @@ export class RedisStreamsClient implements StreamsClient {
   /** Cluster: the node connection the parked read was sent on (the master of its slot). */
   private parkedNode: Redis | undefined;
   private parked = false;
+  private readonly reconnectListeners = new Set<() => void>();
   /** Why the connection is down, if it is: command errors name the cause and the address. */
   readonly link: ConnectionMonitor;
 
@@ -255,7 +276,12 @@ export class RedisStreamsClient implements StreamsClient {
   }
 
   onReconnect(listener: () => void): void {
-    this.redis.on('ready', listener);
+    // one 'ready' listener however many loops share this client (no MaxListeners warning)
+    if (this.reconnectListeners.size === 0)
+      this.redis.on('ready', () => {
+        for (const each of this.reconnectListeners) each();
+      });
+    this.reconnectListeners.add(listener);
   }
 
   /** The underlying connection, for glue that needs ioredis itself. */
@@ -298,13 +324,38 @@ export class RedisStreamsClient implements StreamsClient {
       args.push('STREAMS', stream, id);
       return parseReadReply(await this.call(args));
     }
-    if (this.control) await this.learnConnectionId(stream);
     args.push('BLOCK', blockMs, 'STREAMS', stream, id);
+    return parseReadReply(await this.parkedCall(args, stream, blockMs));
+  }
+
+  async readGroups(
+    group: string,
+    consumer: string,
+    count: number,
+    streams: readonly string[],
+    blockMs?: number,
+  ): Promise<Map<string, RawEntry[]>> {
+    const args: Array<string | number> = ['XREADGROUP', 'GROUP', group, consumer, 'COUNT', count];
+    if (blockMs !== undefined) args.push('BLOCK', blockMs);
+    args.push('STREAMS', ...streams, ...streams.map(() => '>'));
+    const reply =
+      blockMs === undefined
+        ? await this.call(args)
+        : await this.parkedCall(args, streams[0], blockMs);
+    return parseReadReplies(reply);
+  }
+
+  /** Sends a BLOCKing read (`stream`: one it names, for its Cluster node); `interruptRead` wakes it. */
+  private async parkedCall(
+    args: Array<string | number>,
+    stream: string,
+    blockMs: number,
+  ): Promise<unknown> {
+    if (this.control) await this.learnConnectionId(stream);
     this.parked = true;
     try {
       // NOTE: the margin covers a slow server; past it the link is taken for half-open.
-      const reply = await this.call(args, blockMs + Math.max(1000, blockMs));
-      return parseReadReply(reply);
+      return await this.call(args, blockMs + Math.max(1000, blockMs));
     } finally {
       this.parked = false;
     }
@@ -378,6 +429,11 @@ export class RedisStreamsClient implements StreamsClient {
       idleMs: Number(row[2]),
       deliveries: Number(row[3]),
     }));
+  }
+
+  async pendingCount(stream: string, group: string): Promise<number> {
+    const reply = (await this.call(['XPENDING', stream, group])) as unknown[];
+    return Number(reply[0]);
   }
 
   async claim(

@@ -224,6 +224,36 @@ export class FakeStreamsClient implements StreamsClient {
     return got;
   }
 
+  async readGroups(
+    group: string,
+    consumer: string,
+    count: number,
+    streams: readonly string[],
+    blockMs?: number,
+  ): Promise<Map<string, RawEntry[]>> {
+    const over = this.enter('readGroups', [group, consumer, count, [...streams], blockMs]);
+    if (over) return over;
+    const collect = (): Map<string, RawEntry[]> => {
+      const out = new Map<string, RawEntry[]>();
+      for (const stream of streams) {
+        this.state(stream, group);
+        const got = this.readNew(stream, group, consumer, count);
+        if (got.length > 0) out.set(stream, got);
+      }
+      return out;
+    };
+    const got = collect();
+    if (got.size > 0 || blockMs === undefined) return got;
+    await this.park(blockMs);
+    return this.closed ? new Map() : collect();
+  }
+
+  async pendingCount(stream: string, group: string): Promise<number> {
+    const over = this.enter('pendingCount', [stream, group]);
+    if (over) return over;
+    return this.state(stream, group).pel.size;
+  }
+
   async interruptRead(): Promise<void> {
     this.record('interruptRead', []);
     this.wakeAll();

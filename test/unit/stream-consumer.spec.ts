@@ -58,6 +58,13 @@ const isNewRead = (args: unknown[]) => args[4] === '>';
 const isCountQuery = (args: unknown[]) => (args[2] as PendingQuery).consumer !== undefined;
 const isSweepQuery = (args: unknown[]) => (args[2] as PendingQuery).minIdleMs !== undefined;
 
+/** A dead peer's entry, idle long past minIdleMs: the sweep has something to look at. */
+function leaveIdlePeerEntry(fake: FakeStreamsClient): void {
+  fake.seedJson(S, 1, 'peer');
+  fake.deliverTo(S, G, 'peer', 1);
+  fake.age(S, G, 100_000);
+}
+
 describe('acks', () => {
   it('an XACK that fails once is retried on the next beat; the handler is not called again', async () => {
     const fake = new FakeStreamsClient();
@@ -124,6 +131,7 @@ describe('reclaim (XAUTOCLAIM)', () => {
   it('a cursor stall (same cursor, nothing claimed) ends the sweep', async () => {
     const fake = new FakeStreamsClient();
     fake.overrides.autoClaim = async () => ({ cursor: '7-0', entries: [], deletedIds: [] });
+    leaveIdlePeerEntry(fake);
     run(fake, { options: { minIdleMs: 60_000, claimIntervalMs: 60_000 } });
     await waitFor(() => fake.callsOf('readGroup', isNewRead).length > 0, {
       timeoutMs: 2000,
@@ -151,6 +159,7 @@ describe('reclaim (XAUTOCLAIM)', () => {
         deliveries: 1,
       }));
     };
+    leaveIdlePeerEntry(fake);
     run(fake, {
       options: { minIdleMs: 60_000, claimIntervalMs: 60_000, maxClaimPasses: 3, batchSize: 10 },
     });
@@ -170,6 +179,7 @@ describe('reclaim (XAUTOCLAIM)', () => {
       entries: [],
       deletedIds: [],
     });
+    leaveIdlePeerEntry(fake);
     run(fake, { options: { minIdleMs: 60_000, claimIntervalMs: 60_000 } });
     await waitFor(() => fake.callsOf('readGroup', isNewRead).length > 0, { timeoutMs: 2000 });
     expect(fake.callsOf('autoClaim')).toHaveLength(6);

@@ -1,0 +1,42 @@
+import type { RawEntry, StreamsClient } from '../redis/streams-client';
+
+/**
+ * How a consumer loop waits for new entries (`XREADGROUP ... >` with BLOCK): on a connection of its
+ * own, or in a read shared with the other loops of its group (SPEC §13). Everything else the loop
+ * sends goes through its `StreamsClient`.
+ */
+export interface BlockingReader {
+  /**
+   * Resolves with up to `count` new entries of the loop's stream, or `[]` once `waitMs` passed
+   * with nothing new (or `interrupt` was called). No single server-side park lasts longer than
+   * `parkMs` (the handler's `blockMs`).
+   */
+  read(count: number, waitMs: number, parkMs: number): Promise<RawEntry[]>;
+  /**
+   * Ends a pending `read` early; it resolves with what its read got, if anything (those entries
+   * are delivered to the loop's consumer, so they must reach the loop). `mayDrop` allows dropping
+   * the connection when CLIENT UNBLOCK is denied (a stop), never for a mere wake-up.
+   */
+  interrupt(mayDrop: boolean): Promise<void>;
+  /** Calls `listener` when the read's connection is back (to cut a backoff short), if it has its own. */
+  onReconnect?(listener: () => void): void;
+}
+
+/** The loop parks its own XREADGROUP on its own connection (`sharedReads: false`, SPEC §3). */
+export class OwnConnectionRead implements BlockingReader {
+  constructor(
+    private readonly client: StreamsClient,
+    private readonly stream: string,
+    private readonly group: string,
+    private readonly consumer: string,
+  ) {}
+
+  read(count: number, waitMs: number, parkMs: number): Promise<RawEntry[]> {
+    const block = Math.max(1, Math.min(waitMs, parkMs));
+    return this.client.readGroup(this.stream, this.group, this.consumer, count, '>', block);
+  }
+
+  interrupt(mayDrop: boolean): Promise<void> {
+    return this.client.interruptRead(mayDrop);
+  }
+}

@@ -1,0 +1,54 @@
+import type { StreamsClient } from '../redis/streams-client';
+import type { BlockingReader } from './blocking-read';
+import { SharedGroupRead } from './shared-read';
+
+/** What the shared reads of one app need. */
+export interface SharedReadPoolConfig {
+  /** Opens a client on a new connection of its own, for one shared read. */
+  openReadClient: () => StreamsClient;
+  /**
+   * Which read a stream's loop joins within its group: `''` on one node; on a Cluster the stream's
+   * hash slot (one XREADGROUP may only name keys of one slot).
+   */
+  partitionOf: (stream: string) => string;
+  /** The consumer name every loop of the app reads as. */
+  consumer: string;
+}
+
+/**
+ * The shared reads of an app's loops (SPEC §13): one {@link SharedGroupRead}, and so one parked
+ * connection, per group name (and Cluster slot), opened when its first loop joins and closed by
+ * `close()` once every loop has stopped.
+ */
+export class SharedReadPool {
+  private readonly reads = new Map<string, SharedGroupRead>();
+
+  constructor(private readonly config: SharedReadPoolConfig) {}
+
+  /** How many shared reads (connections) are open. */
+  get size(): number {
+    return this.reads.size;
+  }
+
+  /** The reader the loop on `stream`/`group` waits for new entries with. */
+  reader(group: string, stream: string): BlockingReader {
+    const key = JSON.stringify([group, this.config.partitionOf(stream)]);
+    let read = this.reads.get(key);
+    if (!read) {
+      read = new SharedGroupRead({
+        client: this.config.openReadClient(),
+        group,
+        consumer: this.config.consumer,
+      });
+      this.reads.set(key, read);
+    }
+    return read.member(stream);
+  }
+
+  /** Closes every shared read (after the loops stopped: none is waiting any more). */
+  async close(): Promise<void> {
+    const reads = [...this.reads.values()];
+    this.reads.clear();
+    await Promise.all(reads.map((read) => read.close()));
+  }
+}

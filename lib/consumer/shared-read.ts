@@ -1,0 +1,290 @@
+import { isReplyError, type RawEntry, type StreamsClient } from '../redis/streams-client';
+import { sleep } from './backoff';
+import type { BlockingReader } from './blocking-read';
+
+/**
+ * After a round, loops that left it (entries to handle, a sweep or a retry due) usually ask again
+ * within a few ms; the next round waits that long for them, so their return does not need a
+ * CLIENT UNBLOCK and a round of its own. Past it the round goes out and a late loop wakes it.
+ */
+const GATHER_MS = 5;
+/** CLIENT UNBLOCK can overtake the read it targets on the wire: it is repeated this often... */
+const NUDGE_EVERY_MS = 50;
+/** ...at most this many times (then the round ends by its own BLOCK timeout). */
+const NUDGE_TRIES = 40;
+/** A round that returns this close to a loop's deadline counts as having reached it. */
+const DEADLINE_SLACK_MS = 2;
+
+/** One loop's pending read. */
+interface Waiter {
+  readonly stream: string;
+  readonly count: number;
+  readonly parkMs: number;
+  /** When the loop wants its read back, entries or not (absolute, `now()` ms). */
+  readonly deadline: number;
+  readonly resolve: (entries: RawEntry[]) => void;
+  readonly reject: (err: unknown) => void;
+  /** Its stream is named by the XREADGROUP on the wire now. */
+  inRound: boolean;
+  /** `interrupt()` asked: it leaves at the end of the current round. */
+  leaving: boolean;
+}
+
+/** What one shared read needs. */
+export interface SharedGroupReadConfig {
+  /** A client on a connection of its own: the shared XREADGROUP parks on it. */
+  client: StreamsClient;
+  group: string;
+  consumer: string;
+  /** Clock, for tests. */
+  now?: () => number;
+}
+
+/**
+ * One blocking `XREADGROUP GROUP g c COUNT n BLOCK ms STREAMS s1 s2 ... > > ...` on behalf of every
+ * loop of one group (on one Redis node, or one Cluster slot) that waits for new entries (SPEC §13).
+ * A loop is in the read only while it waits: a loop busy with its entries is not, so a slow handler
+ * never holds the others back (its stream is simply not read until it asks again). The read goes
+ * out in rounds: each round names the streams of the loops waiting when it starts, reads
+ * `COUNT` = the smallest batch they ask for, parks until the nearest loop deadline (at most the
+ * smallest `blockMs`), and hands each loop what arrived for its stream. A loop that asks while a
+ * round is parked without it wakes the round (CLIENT UNBLOCK) and joins the next. Entries read for
+ * a loop always reach that loop's pending read: an interrupted loop gets them at the round's end.
+ */
+export class SharedGroupRead {
+  private readonly client: StreamsClient;
+  private readonly group: string;
+  private readonly consumer: string;
+  private readonly now: () => number;
+  private readonly waiting = new Map<string, Waiter>();
+  /** The streams of the round on the wire, `null` between rounds. */
+  private round: ReadonlySet<string> | null = null;
+  /** Streams whose loops left the last round and are expected back (see GATHER_MS). */
+  private readonly expected = new Set<string>();
+  private gatherUntil = 0;
+  private startTimer: NodeJS.Timeout | null = null;
+  private startSoon: NodeJS.Immediate | null = null;
+  private nudging = false;
+  private nudgeMayDrop = false;
+  private closed = false;
+
+  constructor(config: SharedGroupReadConfig) {
+    this.client = config.client;
+    this.group = config.group;
+    this.consumer = config.consumer;
+    this.now = config.now ?? Date.now;
+  }
+
+  /** How many loops wait in this read now (for tests and stats). */
+  get waitingCount(): number {
+    return this.waiting.size;
+  }
+
+  /** The reader of the loop on `stream` (one loop per stream and group). */
+  member(stream: string): BlockingReader {
+    return {
+      read: (count, waitMs, parkMs) => this.read(stream, count, waitMs, parkMs),
+      interrupt: (mayDrop) => this.interrupt(stream, mayDrop),
+      onReconnect: (listener) => this.client.onReconnect?.(listener),
+    };
+  }
+
+  /** Ends every pending read with no entries and closes the read's connection. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.clearStart();
+    for (const waiter of [...this.waiting.values()]) if (!waiter.inRound) this.finish(waiter, []);
+    if (this.round) await this.nudgeRound(true);
+    await this.client.close();
+  }
+
+  private read(stream: string, count: number, waitMs: number, parkMs: number): Promise<RawEntry[]> {
+    if (this.closed) return Promise.resolve([]);
+    if (this.waiting.has(stream)) {
+      return Promise.reject(
+        new Error(`shared read of group '${this.group}': '${stream}' already has a read pending`),
+      );
+    }
+    return new Promise<RawEntry[]>((resolve, reject) => {
+      this.waiting.set(stream, {
+        stream,
+        count,
+        parkMs: Math.max(1, parkMs),
+        deadline: this.now() + Math.max(1, waitMs),
+        resolve,
+        reject,
+        inRound: false,
+        leaving: false,
+      });
+      this.expected.delete(stream);
+      if (this.round) void this.nudgeRound(false);
+      else this.schedule();
+    });
+  }
+
+  private async interrupt(stream: string, mayDrop: boolean): Promise<void> {
+    const waiter = this.waiting.get(stream);
+    if (!waiter) return;
+    if (!waiter.inRound) {
+      this.waiting.delete(stream);
+      waiter.resolve([]);
+      return;
+    }
+    waiter.leaving = true;
+    await this.nudgeRound(mayDrop);
+  }
+
+  /** Starts the next round now, or once the loops that just left are back (GATHER_MS at most). */
+  private schedule(): void {
+    if (this.round || this.closed || this.waiting.size === 0) return;
+    const gatherLeft = this.expected.size > 0 ? this.gatherUntil - this.now() : 0;
+    if (gatherLeft > 0) {
+      this.startTimer ??= setTimeout(() => {
+        this.startTimer = null;
+        this.startRound();
+      }, gatherLeft);
+      return;
+    }
+    this.clearStart();
+    this.startSoon = setImmediate(() => {
+      this.startSoon = null;
+      this.startRound();
+    });
+  }
+
+  private clearStart(): void {
+    if (this.startTimer) clearTimeout(this.startTimer);
+    if (this.startSoon) clearImmediate(this.startSoon);
+    this.startTimer = null;
+    this.startSoon = null;
+  }
+
+  private startRound(): void {
+    this.clearStart();
+    if (this.round || this.closed) return;
+    this.expected.clear();
+    const now = this.now();
+    const members: Waiter[] = [];
+    for (const waiter of [...this.waiting.values()]) {
+      if (waiter.deadline - now > DEADLINE_SLACK_MS) {
+        members.push(waiter);
+        continue;
+      }
+      // its deadline passed while the round gathered: it comes back soon, wait for it too
+      this.expected.add(waiter.stream);
+      this.finish(waiter, []);
+    }
+    if (this.expected.size > 0) {
+      this.gatherUntil = now + GATHER_MS;
+      this.schedule();
+      return;
+    }
+    if (members.length === 0) return;
+    let count = Infinity;
+    let block = Infinity;
+    for (const waiter of members) {
+      waiter.inRound = true;
+      count = Math.min(count, waiter.count);
+      block = Math.min(block, waiter.parkMs, waiter.deadline - now);
+    }
+    const streams = members.map((waiter) => waiter.stream);
+    this.round = new Set(streams);
+    void this.runRound(members, streams, count, Math.max(1, Math.ceil(block)));
+  }
+
+  private async runRound(
+    members: Waiter[],
+    streams: string[],
+    count: number,
+    block: number,
+  ): Promise<void> {
+    let replies: Map<string, RawEntry[]>;
+    try {
+      replies = await this.client.readGroups(this.group, this.consumer, count, streams, block);
+    } catch (err) {
+      replies = await this.attribute(err, members, count);
+    }
+    this.round = null;
+    const now = this.now();
+    this.gatherUntil = now + GATHER_MS;
+    for (const waiter of members) {
+      waiter.inRound = false;
+      if (this.waiting.get(waiter.stream) !== waiter) continue; // settled by `attribute`
+      const entries = replies.get(waiter.stream) ?? [];
+      const due = waiter.deadline - now <= DEADLINE_SLACK_MS;
+      if (entries.length === 0 && !due && !waiter.leaving && !this.closed) continue;
+      if (!waiter.leaving) this.expected.add(waiter.stream);
+      this.finish(waiter, entries);
+    }
+    this.schedule();
+  }
+
+  /**
+   * A round failed. A connection failure fails every loop in it (each backs off and reads its own
+   * PEL again). A server reply fails only the loops it is about: named in it (`NOGROUP No such
+   * key 's' ...`), or found by reading each stream alone (without BLOCK) once; the others get what
+   * those reads returned, or wait on in the next round.
+   */
+  private async attribute(
+    err: unknown,
+    members: readonly Waiter[],
+    count: number,
+  ): Promise<Map<string, RawEntry[]>> {
+    const got = new Map<string, RawEntry[]>();
+    if (!isReplyError(err)) {
+      for (const waiter of members) this.fail(waiter, err);
+      return got;
+    }
+    const text = err instanceof Error ? err.message : '';
+    const named = members.filter((waiter) => text.includes(`key '${waiter.stream}'`));
+    if (named.length === 1) {
+      this.fail(named[0], err);
+      return got;
+    }
+    for (const waiter of members) {
+      try {
+        const alone = await this.client.readGroups(this.group, this.consumer, count, [
+          waiter.stream,
+        ]);
+        const entries = alone.get(waiter.stream);
+        if (entries) got.set(waiter.stream, entries);
+      } catch (own) {
+        this.fail(waiter, own);
+        if (!isReplyError(own)) {
+          for (const rest of members) this.fail(rest, own);
+          break;
+        }
+      }
+    }
+    return got;
+  }
+
+  private finish(waiter: Waiter, entries: RawEntry[]): void {
+    if (this.waiting.get(waiter.stream) === waiter) this.waiting.delete(waiter.stream);
+    waiter.resolve(entries);
+  }
+
+  private fail(waiter: Waiter, err: unknown): void {
+    if (this.waiting.get(waiter.stream) !== waiter) return;
+    this.waiting.delete(waiter.stream);
+    waiter.reject(err);
+  }
+
+  /** Ends the parked round early (CLIENT UNBLOCK), repeated until it is back. */
+  private async nudgeRound(mayDrop: boolean): Promise<void> {
+    this.nudgeMayDrop ||= mayDrop;
+    if (this.nudging) return;
+    this.nudging = true;
+    const round = this.round;
+    try {
+      for (let tries = 0; round && this.round === round && tries < NUDGE_TRIES; tries++) {
+        await this.client.interruptRead(this.nudgeMayDrop).catch(() => undefined);
+        if (this.round !== round) break;
+        await sleep(NUDGE_EVERY_MS);
+      }
+    } finally {
+      this.nudging = false;
+      this.nudgeMayDrop = false;
+    }
+  }
+}

@@ -1,0 +1,143 @@
+/**
+ * The shared read of one group (lib/consumer/shared-read.ts) against the in-memory client: each
+ * loop gets the entries of its own stream, waits on while others are served, leaves on interrupt,
+ * and a failed round fails only the loops it is about. Real Redis: test/e2e/many-handlers.
+ */
+import { SharedGroupRead } from '../../lib/consumer/shared-read';
+import type { RawEntry } from '../../lib/redis/streams-client';
+import { FakeStreamsClient } from '../support/fake-streams-client';
+
+const G = 'g';
+
+function setUp(streams: string[]): { fake: FakeStreamsClient; read: SharedGroupRead } {
+  const fake = new FakeStreamsClient();
+  for (const stream of streams) fake.seedGroup(stream, G);
+  return { fake, read: new SharedGroupRead({ client: fake, group: G, consumer: 'c1' }) };
+}
+
+/** A reply error as ioredis raises it. */
+function replyError(message: string): Error {
+  return Object.assign(new Error(message), { name: 'ReplyError' });
+}
+
+/** Settles `promise` into a plain outcome, or 'pending' when it has not settled within `ms`. */
+async function outcome(promise: Promise<RawEntry[]>, ms = 50): Promise<string> {
+  return Promise.race([
+    promise.then(
+      (entries) => `entries:${entries.map((e) => e.fields?.[1]).join(',')}`,
+      (err: Error) => `error:${err.message}`,
+    ),
+    new Promise<string>((resolve) => setTimeout(() => resolve('pending'), ms)),
+  ]);
+}
+
+const tick = (ms = 20) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('SharedGroupRead', () => {
+  it('one XREADGROUP names every waiting stream; each loop gets only its own entries', async () => {
+    const { fake, read } = setUp(['a', 'b', 'c']);
+    const a = read.member('a').read(10, 5000, 5000);
+    const b = read.member('b').read(10, 5000, 5000);
+    const c = read.member('c').read(10, 5000, 5000);
+    await tick();
+    expect(fake.callsOf('readGroups')).toHaveLength(1);
+    expect(fake.callsOf('readGroups')[0].args[3]).toEqual(['a', 'b', 'c']);
+    fake.seed('b', ['id', 'b-1', 'data', '{}']);
+    expect(await outcome(b)).toBe('entries:b-1');
+    // a and c wait on, in the next round, without a round of their own
+    expect(await outcome(a)).toBe('pending');
+    expect(await outcome(c)).toBe('pending');
+    const rounds = fake.callsOf('readGroups').slice(1);
+    expect(rounds.map((call) => call.args[3])).toEqual([['a', 'c']]);
+    fake.seed('a', ['id', 'a-1', 'data', '{}']);
+    expect(await outcome(a)).toBe('entries:a-1');
+    await read.close();
+    expect(await outcome(c)).toBe('entries:');
+  });
+
+  it('a round reads COUNT = the smallest batch asked, parks until the nearest deadline', async () => {
+    const { fake, read } = setUp(['a', 'b']);
+    const a = read.member('a').read(100, 80, 5000);
+    const b = read.member('b').read(7, 5000, 3000);
+    await tick(5);
+    const [, , count, , block] = fake.callsOf('readGroups')[0].args as [
+      string,
+      string,
+      number,
+      string[],
+      number,
+    ];
+    expect(count).toBe(7);
+    expect(block).toBeGreaterThan(60);
+    expect(block).toBeLessThanOrEqual(80);
+    // a's deadline passes: a alone leaves with nothing, b stays
+    expect(await outcome(a, 300)).toBe('entries:');
+    expect(await outcome(b)).toBe('pending');
+    await read.close();
+    await b;
+  });
+
+  it("interrupt ends one loop's wait promptly; the others stay in the read", async () => {
+    const { fake, read } = setUp(['a', 'b']);
+    const a = read.member('a').read(10, 5000, 5000);
+    const b = read.member('b').read(10, 5000, 5000);
+    await tick();
+    const started = Date.now();
+    await read.member('a').interrupt(false);
+    expect(await outcome(a)).toBe('entries:');
+    expect(Date.now() - started).toBeLessThan(500);
+    expect(fake.callsOf('interruptRead').length).toBeGreaterThanOrEqual(1);
+    expect(await outcome(b)).toBe('pending');
+    fake.seed('b', ['id', 'b-1', 'data', '{}']);
+    expect(await outcome(b)).toBe('entries:b-1');
+    await read.close();
+  });
+
+  it('a NOGROUP naming one stream fails that loop only; the others are read again at once', async () => {
+    const { fake, read } = setUp(['a', 'b']);
+    fake.fail('readGroups', {
+      error: replyError(
+        "NOGROUP No such key 'b' or consumer group 'g' in XREADGROUP with GROUP option",
+      ),
+    });
+    const a = read.member('a').read(10, 5000, 5000);
+    const b = read.member('b').read(10, 5000, 5000);
+    expect(await outcome(b)).toMatch(/^error:NOGROUP No such key 'b'/);
+    expect(await outcome(a)).toBe('pending');
+    fake.seed('a', ['id', 'a-1', 'data', '{}']);
+    expect(await outcome(a)).toBe('entries:a-1');
+    await read.close();
+  });
+
+  it('a reply that names no stream is pinned on its stream by reading each alone once', async () => {
+    const { fake, read } = setUp(['a', 'bad', 'c']);
+    fake.seed('c', ['id', 'c-1', 'data', '{}']);
+    const wrongType = replyError(
+      'WRONGTYPE Operation against a key holding the wrong kind of value',
+    );
+    // the shared round and the lone read of 'bad' fail; the lone reads of a and c succeed
+    fake.fail('readGroups', {
+      times: 2,
+      error: wrongType,
+      when: (args) => (args[3] as string[]).includes('bad'),
+    });
+    const a = read.member('a').read(10, 5000, 5000);
+    const bad = read.member('bad').read(10, 5000, 5000);
+    const c = read.member('c').read(10, 5000, 5000);
+    expect(await outcome(bad)).toMatch(/^error:WRONGTYPE/);
+    expect(await outcome(c)).toBe('entries:c-1');
+    expect(await outcome(a)).toBe('pending');
+    await read.close();
+  });
+
+  it('a connection failure fails every loop in the round (each backs off and drains its PEL)', async () => {
+    const { fake, read } = setUp(['a', 'b']);
+    fake.fail('readGroups', { error: new Error('Connection is closed.') });
+    const a = read.member('a').read(10, 5000, 5000);
+    const b = read.member('b').read(10, 5000, 5000);
+    expect(await outcome(a)).toBe('error:Connection is closed.');
+    expect(await outcome(b)).toBe('error:Connection is closed.');
+    expect(fake.callsOf('readGroups')).toHaveLength(1);
+    await read.close();
+  });
+});
