@@ -12,6 +12,11 @@ const GATHER_MS = 5;
 const NUDGE_EVERY_MS = 50;
 /** ...at most this many times (then the round ends by its own BLOCK timeout). */
 const NUDGE_TRIES = 40;
+/**
+ * Where CLIENT UNBLOCK is not allowed (CLIENT ID refused by an ACL), a loop that asks while a round
+ * is parked cannot wake it: rounds of a read with more than one loop then park at most this long.
+ */
+const UNINTERRUPTIBLE_PARK_MS = 250;
 /** A round that returns this close to a loop's deadline counts as having reached it. */
 const DEADLINE_SLACK_MS = 2;
 
@@ -67,6 +72,8 @@ export class SharedGroupRead {
   private nudging = false;
   private nudgeMayDrop = false;
   private closed = false;
+  /** Streams whose loops joined this read (a read of one loop never needs waking for another). */
+  private readonly members = new Set<string>();
 
   constructor(config: SharedGroupReadConfig) {
     this.client = config.client;
@@ -82,6 +89,7 @@ export class SharedGroupRead {
 
   /** The reader of the loop on `stream` (one loop per stream and group). */
   member(stream: string): BlockingReader {
+    this.members.add(stream);
     return {
       read: (count, waitMs, parkMs) => this.read(stream, count, waitMs, parkMs),
       interrupt: (mayDrop) => this.interrupt(stream, mayDrop),
@@ -200,7 +208,14 @@ export class SharedGroupRead {
   ): Promise<void> {
     let replies: Map<string, RawEntry[]>;
     try {
-      replies = await this.client.readGroups(this.group, this.consumer, count, streams, block);
+      replies = await this.client.readGroups(
+        this.group,
+        this.consumer,
+        count,
+        streams,
+        block,
+        this.members.size > 1 ? UNINTERRUPTIBLE_PARK_MS : undefined,
+      );
     } catch (err) {
       replies = await this.attribute(err, members, count);
     }

@@ -501,10 +501,15 @@ export class StreamConsumer {
     let deleted: string[] | undefined;
     let undecodable: DeadLetterCandidate[] | undefined;
     let poison: DeadLetterCandidate[] | undefined;
+    let waitingRetries: string[] | undefined;
     for (const entry of entries) {
       const { entryId, fields } = entry;
-      // a retry waiting for its time is ours and pending: a read of the own PEL must not start it
-      if (this.retries.has(entryId)) continue;
+      // a retry waiting for its time is ours and pending: a read of the own PEL (or our own
+      // reclaim, when the heartbeat fell behind) must not start it
+      if (this.retries.has(entryId)) {
+        (waitingRetries ??= []).push(entryId);
+        continue;
+      }
       if (fields === null) {
         (deleted ??= []).push(entryId);
         continue;
@@ -536,6 +541,7 @@ export class StreamConsumer {
       if (this.config.tracing !== undefined) this.config.tracing.remember(message, fields);
       messages.push(message);
     }
+    if (waitingRetries && counts) await this.uncharge(waitingRetries, counts);
     if (deleted) await this.settleDeleted(deleted);
     if (undecodable) await this.sendDead(undecodable, 'decode_error');
     if (poison) await this.sendDead(poison, 'max_deliveries');
@@ -650,6 +656,19 @@ export class StreamConsumer {
    * a read that reached no handler is not charged. `counts` holds the counts after the read (drain,
    * reclaim); `null` for a fresh read, whose count is 1.
    */
+  /**
+   * Waiting retries that a drain or our own reclaim read again: that read reached no handler, so
+   * it is not charged (README "What counts as a delivery"); the count goes back to what it was
+   * and the entries stay ours (idle 0), waiting for their time.
+   */
+  private async uncharge(
+    ids: readonly string[],
+    counts: ReadonlyMap<string, number>,
+  ): Promise<void> {
+    const before = ids.map((id) => Math.max(0, (counts.get(id) ?? 1) - 1));
+    await this.config.client.release(this.stream, this.group, this.consumer, ids, 0, before);
+  }
+
   private async releaseUnstarted(
     ids: readonly string[],
     counts: ReadonlyMap<string, number> | null,

@@ -98,7 +98,8 @@ export interface StreamsClient {
   /**
    * One XREADGROUP of new entries (`>`) on several streams of one group (a shared read, SPEC §13):
    * parked up to `blockMs` like `readGroup`, without BLOCK when `blockMs` is undefined. Entries by
-   * stream; streams that got nothing are absent. `interruptRead` wakes it like a one-stream read.
+   * stream; streams that got nothing are absent. `interruptRead` wakes it like a one-stream read;
+   * where it cannot (CLIENT ID refused by an ACL) the read parks at most `uninterruptibleMs`.
    */
   readGroups(
     group: string,
@@ -106,6 +107,7 @@ export interface StreamsClient {
     count: number,
     streams: readonly string[],
     blockMs?: number,
+    uninterruptibleMs?: number,
   ): Promise<Map<string, RawEntry[]>>;
   /**
    * Wakes a parked `readGroup` (it resolves with no entries): CLIENT UNBLOCK, else (denied by an
@@ -334,15 +336,18 @@ export class RedisStreamsClient implements StreamsClient {
     count: number,
     streams: readonly string[],
     blockMs?: number,
+    uninterruptibleMs?: number,
   ): Promise<Map<string, RawEntry[]>> {
-    const args: Array<string | number> = ['XREADGROUP', 'GROUP', group, consumer, 'COUNT', count];
-    if (blockMs !== undefined) args.push('BLOCK', blockMs);
-    args.push('STREAMS', ...streams, ...streams.map(() => '>'));
-    const reply =
-      blockMs === undefined
-        ? await this.call(args)
-        : await this.parkedCall(args, streams[0], blockMs);
-    return parseReadReplies(reply);
+    const head: Array<string | number> = ['XREADGROUP', 'GROUP', group, consumer, 'COUNT', count];
+    const tail = ['STREAMS', ...streams, ...streams.map(() => '>')];
+    if (blockMs === undefined) return parseReadReplies(await this.call([...head, ...tail]));
+    if (this.control) await this.learnConnectionId(streams[0]);
+    let block = blockMs;
+    if (uninterruptibleMs !== undefined && this.unblockTarget() === undefined)
+      block = Math.min(block, uninterruptibleMs);
+    return parseReadReplies(
+      await this.parkedCall([...head, 'BLOCK', block, ...tail], streams[0], block),
+    );
   }
 
   /** Sends a BLOCKing read (`stream`: one it names, for its Cluster node); `interruptRead` wakes it. */

@@ -423,3 +423,39 @@ describe('poison sweep', () => {
     expect(consumer.snapshot().totalDlq).toBe(1);
   });
 });
+
+describe('waiting retries read again', () => {
+  it('our own reclaim of a waiting retry (heartbeat behind) charges it no delivery: attempt 2 still runs', async () => {
+    // Invariant (README "What counts as a delivery"): a read that reached no handler is not
+    // charged. A waiting retry that looks idle past minIdleMs (a stalled event loop kept the
+    // heartbeat from touching it) is taken by our own sweep's XAUTOCLAIM, which bumps its count;
+    // the loop skips it (it waits for its time) and puts the count back, so when it comes due it
+    // runs as attempt 2 instead of being dead-lettered unhandled as a poison pill.
+    const fake = new FakeStreamsClient();
+    fake.seedJson(S, 1);
+    const attempts: number[] = [];
+    const letters: DeadLetterMessage[] = [];
+    run(fake, {
+      options: {
+        minIdleMs: 1000,
+        claimIntervalMs: 20,
+        maxDeliveries: 2,
+        retry: { type: 'fixed', delayMs: 400 },
+      },
+      handle: (message) => {
+        attempts.push(message.attempts);
+        throw new Error('still failing');
+      },
+      deadLetters: [(letter) => void letters.push(letter)],
+    });
+    await waitFor(() => attempts.length === 1, { timeoutMs: 2000, message: 'attempt 1' });
+    fake.age(S, G, 5000); // the heartbeat fell behind: the waiting retry looks idle
+    await waitFor(() => fake.callsOf('autoClaim').some((c) => c.args[3] === 1000), {
+      timeoutMs: 2000,
+      message: 'the sweep reclaimed the idle-looking retry',
+    });
+    await waitFor(() => letters.length === 1, { timeoutMs: 3000, message: 'dead-lettered' });
+    expect(attempts).toEqual([1, 2]);
+    expect(letters[0]).toMatchObject({ reason: 'max_deliveries', attempts: 2 });
+  });
+});
