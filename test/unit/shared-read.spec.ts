@@ -68,7 +68,8 @@ describe('SharedGroupRead', () => {
       number,
     ];
     expect(count).toBe(7);
-    expect(block).toBeGreaterThan(60);
+    // a's 80 ms, not b's 3000 ms park nor its 5000 ms wait
+    expect(block).toBeGreaterThan(0);
     expect(block).toBeLessThanOrEqual(80);
     // a's deadline passes: a alone leaves with nothing, b stays
     expect(await outcome(a, 300)).toBe('entries:');
