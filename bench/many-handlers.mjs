@@ -321,7 +321,7 @@ export function manyHandlersMarkdown(s, rounds) {
   const idle = s.idle;
   const idleDetail = idle
     ? Object.entries(idle.commands)
-        .map(([k, v]) => `${k} ${v}`)
+        .map(([k, v]) => `${k.replaceAll('|', '\\|')} ${v}`)
         .join(', ')
     : '';
   L.push(
