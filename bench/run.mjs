@@ -17,7 +17,8 @@
 //   BENCH_QUICK=1         smoke run: tiny N, 1 round, short runs (CI; < 60 s)
 //   BENCH_FULL=1          also the slow extras (memory run of BullMQ c=50 and lib-c16)
 //   BENCH_ONLY=raw,lib    only these contenders (raw is always kept as the baseline)
-//   BENCH_WORKLOADS=drain,latency,idle,memory   only these workloads
+//   BENCH_WORKLOADS=drain,latency,idle,memory,many-handlers   only these workloads
+//   BENCH_MANY_N / BENCH_MANY_IDLE_SECONDS / BENCH_MANY_SHARED_READS: see bench/many-handlers.mjs
 //   BENCH_LIB=/path/index.js   the library build to measure (default: dist/index.js)
 //   BENCH_CPU_PROF=1      --cpu-prof for the library's drain children (or a list: raw,lib);
 //                         profiles in .bench/profiles/ (git-ignored), read with bench/tools/profile-summary.mjs
@@ -33,6 +34,7 @@ import { Queue } from 'bullmq';
 import { commandStats, foreignCpuWindow, startRedis, sumCalls } from './lib/redis-server.mjs';
 import { makePayload, streamFields } from './lib/payload.mjs';
 import { fmt, fmtSig, median } from './lib/stats.mjs';
+import { manyHandlersMarkdown, runManyHandlers } from './many-handlers.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '..');
@@ -50,7 +52,7 @@ const LAT_SECONDS = int('BENCH_LAT_SECONDS', QUICK ? 1 : 5);
 const RATES = (env.BENCH_RATES ?? (QUICK ? '1000' : '1000,10000')).split(',').map(Number);
 const IDLE_SECONDS = int('BENCH_IDLE_SECONDS', QUICK ? 1 : 10);
 const MEM_N = int('BENCH_MEM_N', QUICK ? 10_000 : 1_000_000);
-const WORKLOADS = (env.BENCH_WORKLOADS ?? 'drain,latency,idle,memory').split(',');
+const WORKLOADS = (env.BENCH_WORKLOADS ?? 'drain,latency,idle,memory,many-handlers').split(',');
 const LIB = resolve(env.BENCH_LIB ?? join(root, 'dist/index.js'));
 // '1': the library contenders; or a list of contender names
 const CPU_PROF =
@@ -729,6 +731,7 @@ function markdown(report) {
       );
     }
   }
+  L.push(...manyHandlersMarkdown(report.manyHandlers, config.rounds));
   if (targets.length) {
     L.push('');
     L.push('## SPEC §8 targets');
@@ -911,6 +914,16 @@ async function main() {
       }
       report.memory = report.runs.memory;
     }
+    if (WORKLOADS.includes('many-handlers')) {
+      if (!existsSync(LIB)) throw new Error(`${LIB} not found: run 'npm run build' first`);
+      report.manyHandlers = await runManyHandlers({
+        redis,
+        ChildRun,
+        lib: LIB,
+        rounds: ROUNDS,
+        log,
+      });
+    }
     const noise = [...report.runs.drain, ...report.runs.latency, ...report.runs.memory]
       .map((r) => r.foreignCpu)
       .filter((x) => typeof x === 'number');
@@ -938,6 +951,7 @@ async function main() {
       ...Object.values(report.latency ?? {}),
       ...(report.idle ?? []),
       ...(report.memory ?? []),
+      ...(report.manyHandlers ? [report.manyHandlers] : []),
     ].some((s) => !s.valid);
     process.exitCode = invalid ? 1 : 0;
   } finally {
