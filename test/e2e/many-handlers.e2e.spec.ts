@@ -87,17 +87,6 @@ function manyHandlers(
   return ManyHandlers;
 }
 
-/**
- * `sharedReads` (issue 15): set through a plain object until the option is part of the
- * `EchoStreamModuleOptions` type.
- */
-function withSharedReads(
-  options: EchoStreamModuleOptions,
-  sharedReads: boolean,
-): EchoStreamModuleOptions {
-  return Object.assign({}, options, { sharedReads });
-}
-
 /** Boots an app of the module and `handlers`; resolves once every loop is 'running'. */
 async function startApp(
   handlers: Type<unknown>,
@@ -351,7 +340,7 @@ describe('100 handlers on 100 streams (issue 15)', () => {
     const streams = streamsFor('perloop');
     const handled = streams.map(() => 0);
     const handlers = manyHandlers(streams, (i) => void handled[i]++);
-    await startApp(handlers, HANDLERS, withSharedReads({}, false));
+    await startApp(handlers, HANDLERS, { sharedReads: false });
     await sleep(300);
     expect((await echoConnections()).byName).toEqual({
       'echo-stream-loop': HANDLERS,
