@@ -200,6 +200,61 @@ describe('EchoStreamModule on a Redis Cluster', () => {
     expect((await unblockCalls()) - unblocksBefore).toBeGreaterThanOrEqual(3);
   });
 
+  it('shares a read between streams of one hash slot; a stream of another slot keeps its own', async () => {
+    // Invariant (SPEC §13): one XREADGROUP may only name keys of one slot, so the loops of a group
+    // share a blocking read per slot: while parked, the master of the tagged slot holds ONE
+    // blocked echo-stream-read client for both tagged streams, the other master one for its
+    // stream; entries of all three are handled and acked.
+    const [m0, m1] = cluster.servers;
+    const tagged: string[] = [];
+    for (let i = 0; tagged.length === 0 && i < 1000; i++) {
+      const tag = `{slot-${process.pid}-${i}}`;
+      if ((await cluster.masterFor(tag)) === m0) tagged.push(`${tag}:a`, `${tag}:b`);
+    }
+    const other = await keyOn(m1, 'own-slot');
+    const seen: string[] = [];
+    @Injectable()
+    class SlotShare {
+      @StreamHandler(tagged[0], 'g')
+      a(m: StreamMessage): void {
+        seen.push(`${m.stream}:${m.id}`);
+      }
+      @StreamHandler(tagged[1], 'g')
+      b(m: StreamMessage): void {
+        seen.push(`${m.stream}:${m.id}`);
+      }
+      @StreamHandler(other, 'g')
+      c(m: StreamMessage): void {
+        seen.push(`${m.stream}:${m.id}`);
+      }
+    }
+    const app = await boot([SlotShare]);
+    const stats = app.get(ConsumerStats);
+    await waitFor(() => stats.snapshot().every((s) => s.state === 'running'));
+    const blockedReads = async (master: RedisServer): Promise<number> => {
+      const direct = master.client();
+      const list = String(await direct.client('LIST'));
+      direct.disconnect();
+      return list
+        .split('\n')
+        .filter((line) => /name=echo-stream-read /.test(line) && /flags=\S*b/.test(line)).length;
+    };
+    await waitFor(async () => (await blockedReads(m0)) === 1 && (await blockedReads(m1)) === 1, {
+      message: 'one parked shared read per slot',
+    });
+    const producer = app.get(StreamProducer);
+    const expected: string[] = [];
+    for (const stream of [...tagged, other]) {
+      expected.push(`${stream}:${(await producer.publish(stream, { n: 1 })).id}`);
+    }
+    await waitFor(() => seen.length === 3, { message: 'all three handled' });
+    expect(seen.sort()).toEqual(expected.sort());
+    for (const stream of [...tagged, other]) {
+      await waitFor(async () => (await pending(stream, 'g')) === 0, { message: `${stream} acked` });
+    }
+    expect(await blockedReads(m0)).toBeLessThanOrEqual(1);
+  });
+
   it("reclaims a stopped consumer's entries in another process", async () => {
     const stream = await keyOn(cluster.servers[1], 'reclaim');
     let firstCalls = 0;
