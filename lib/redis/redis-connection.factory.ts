@@ -2,8 +2,11 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { EchoStreamClusterOptions } from '../interfaces/module-options.interface';
 import type { RedisConnection } from './streams-client';
 
-/** What a connection is for: a loop's own (it parks reads on it) or the shared one. */
-export type ConnectionPurpose = 'loop' | 'shared';
+/**
+ * What a connection is for: a loop's own (it parks reads on it), the shared one, or the one of
+ * durable publishes (their `WAIT` holds it; opened on first use). `publish` is set up as `shared`.
+ */
+export type ConnectionPurpose = 'loop' | 'shared' | 'publish';
 
 /**
  * Reconnect delay after the `times`-th failed attempt: 50 ms more each time, at most 2 s (the
