@@ -557,15 +557,15 @@ export class RedisStreamsClient implements StreamsClient {
       const results = await this.execWrites(items, ['WAIT', replicas, timeoutMs]);
       const waited = results[results.length - 1];
       const writes = results.slice(0, -1);
-      // NOTE: ioredis re-sends a Cluster pipeline after MOVED / ASK only when no write in it
+      // NOTE: ioredis re-sends a Cluster pipeline after MOVED only when no write in it
       // succeeded; the keyless WAIT always answers (on whichever node got the pipeline), so a
-      // pipeline sent on a stale slot map comes back with every XADD redirected. Nothing was
-      // written then: learn the new map and send it again (a failover promoted a replica).
+      // pipeline sent on a stale slot map (a failover promoted a replica, a slot moved) comes
+      // back with every XADD MOVED. Nothing was written: learn the new map and send it again.
       if (
         isCluster(this.redis) &&
         attempt < MAX_WAIT_REDIRECTS &&
         writes.length > 0 &&
-        writes.every(([err]) => isRedirect(err))
+        writes.every(([err]) => isMoved(err))
       ) {
         await refreshSlots(this.redis);
         continue;
@@ -791,9 +791,13 @@ function groupBySlot(items: ReadonlyArray<{ stream: string }>): number[][] {
 /** How many times a WAIT pipeline whose writes were all redirected is sent again. */
 const MAX_WAIT_REDIRECTS = 3;
 
-/** A MOVED or ASK reply: the command was not executed, another node serves its slot. */
-function isRedirect(err: Error | null): boolean {
-  return err !== null && (err.message.startsWith('MOVED ') || err.message.startsWith('ASK '));
+/**
+ * A MOVED reply: the command was not executed, another node serves its slot now. (An ASK, a slot
+ * half migrated, is not followed for a WAIT pipeline: it rejects as the reply it is, nothing
+ * written; the slot map would not change and the next publish after the migration goes through.)
+ */
+function isMoved(err: Error | null): boolean {
+  return err !== null && err.message.startsWith('MOVED ');
 }
 
 /** CLUSTER SLOTS again (ioredis coalesces concurrent refreshes); a failed refresh is not fatal. */
