@@ -228,8 +228,9 @@ describe('Redis Cluster failover with replicas', () => {
         report.push(
           `round ${round + 1}: killed port ${victim.port} (streams ${victimStreams.join(', ')}), ` +
             `replica port ${promoted.port} promoted ${promotedAt - killedAt} ms after the kill; ` +
-            `handling of those streams stopped ${gap} ms (last handled ${killedAt - at} ms before ` +
-            `the kill), resumed ${resumed - killedAt} ms after the kill`,
+            `handling of those streams stopped ${gap} ms (from ${at - killedAt} ms to ` +
+            `${at + gap - killedAt} ms after the kill); both streams handled again ` +
+            `${resumed - killedAt} ms after the kill`,
         );
       }
     } finally {
