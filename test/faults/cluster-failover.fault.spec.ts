@@ -25,6 +25,7 @@ import {
   ConsumerStats,
   DeadLetter,
   EchoStreamModule,
+  EchoStreamPublishError,
   StreamHandler,
   StreamProducer,
   type DeadLetterMessage,
@@ -77,6 +78,17 @@ function longestGap(times: number[], from: number, to: number): { gap: number; a
     }
   }
   return { gap, at };
+}
+
+/** `EchoStreamReplicationError`, `EchoStreamPublishError(closed, written unknown)`, `ReplyError CLUSTERDOWN`... */
+function rejectionKind(err: unknown): string {
+  if (err instanceof EchoStreamPublishError) {
+    return `${err.name}(${err.reason}, written ${String(err.written)})`;
+  }
+  if (err instanceof Error) {
+    return err.name === 'ReplyError' ? `ReplyError ${err.message.split(' ')[0]}` : err.name;
+  }
+  return String(err);
 }
 
 describe('Redis Cluster failover with replicas', () => {
@@ -156,8 +168,8 @@ describe('Redis Cluster failover with replicas', () => {
             acknowledged.add(id);
             break;
           } catch (err) {
-            const name = (err as Error).name + ': ' + (err as Error).message.slice(0, 40);
-            rejections.set(name, (rejections.get(name) ?? 0) + 1);
+            const kind = rejectionKind(err);
+            rejections.set(kind, (rejections.get(kind) ?? 0) + 1);
             await sleep(50);
           }
         }
