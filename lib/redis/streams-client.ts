@@ -788,7 +788,7 @@ function groupBySlot(items: ReadonlyArray<{ stream: string }>): number[][] {
   return [...bySlot.values()];
 }
 
-/** How many times a WAIT pipeline whose writes were all redirected is sent again. */
+/** At most this many sends of one WAIT pipeline whose XADDs all come back MOVED. */
 const MAX_WAIT_REDIRECTS = 3;
 
 /**
