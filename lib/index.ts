@@ -22,6 +22,10 @@ export {
   EchoStreamPublishError,
   type PublishErrorFields,
 } from './errors/echo-stream-publish.error';
+export {
+  EchoStreamReplicationError,
+  type ReplicationErrorFields,
+} from './errors/echo-stream-replication.error';
 export { NonRetryableError } from './errors/non-retryable.error';
 export { PROMETHEUS_CONTENT_TYPE } from './stats/prometheus';
 export { DecodeError, jsonCodec, fieldsCodec } from './codec/codecs';

@@ -12,6 +12,20 @@ export interface PublishManyOptions {
    * @default 'json'
    */
   codec?: CodecOption;
+  /**
+   * Durable publish: after the write, wait until this many replicas have it (`WAIT replicas
+   * replicaTimeoutMs`, the last command of the write's pipeline), else reject with
+   * `EchoStreamReplicationError` (the entries are written on the master all the same). An integer
+   * >= 0; 0 or absent: no WAIT (nothing more is sent).
+   * @see README "Durable publish" (what it does and does not promise)
+   */
+  replicas?: number;
+  /**
+   * With `replicas`: how long the server waits for them, in ms (an integer from 1 to 600000).
+   * A publish then waits at most `publishTimeoutMs` + `replicaTimeoutMs` in all.
+   * @default 1000
+   */
+  replicaTimeoutMs?: number;
 }
 
 /** Options of `StreamProducer.publish()`. */

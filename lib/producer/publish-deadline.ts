@@ -25,12 +25,17 @@ export interface PublishCall {
  * A write is never sent a second time: the shared connection does not re-send (see
  * `createConnection`), and a slow reply is left to arrive (it is not a reason to drop the link).
  * Server replies (OOM, WRONGTYPE ...) reject as they are.
+ *
+ * `waitMs` is time the server itself may take on purpose before it replies (a durable publish's
+ * `WAIT ... replicaTimeoutMs`): it is added to the reply's bound, never to the connection's.
+ * @default waitMs 0
  */
 export async function publishWithin<T>(
   link: ConnectionMonitor | undefined,
   timeoutMs: number,
   call: PublishCall,
   send: () => Promise<T>,
+  waitMs = 0,
 ): Promise<T> {
   const startedAt = Date.now();
   if (link && link.state !== 'ready') {
@@ -40,7 +45,7 @@ export async function publishWithin<T>(
       throw publishError(call, timeoutMs, false, err, link);
     }
   }
-  const left = Math.max(1, timeoutMs - (Date.now() - startedAt));
+  const left = Math.max(1, timeoutMs - (Date.now() - startedAt)) + waitMs;
   const sent = send();
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
@@ -54,7 +59,7 @@ export async function publishWithin<T>(
       err instanceof EchoStreamConnectionError ||
       err instanceof RedisDeadlineError
     ) {
-      throw publishError(call, timeoutMs, 'unknown', err, link);
+      throw publishError(call, timeoutMs, 'unknown', err, link, waitMs);
     }
     throw err;
   } finally {
@@ -70,6 +75,7 @@ function publishError(
   written: false | 'unknown',
   err: unknown,
   link: ConnectionMonitor | undefined,
+  waitMs = 0,
 ): EchoStreamPublishError {
   const where = `StreamProducer.${call.method}() to '${call.stream}'`;
   const ids = idsText(call.ids);
@@ -86,8 +92,10 @@ function publishError(
   }
   // no reply within the time (a slow or half-open link): the write may have been applied
   const address = link?.address ?? 'unknown address';
+  const within =
+    waitMs > 0 ? `${timeoutMs} ms (+ ${waitMs} ms replicaTimeoutMs)` : `${timeoutMs} ms`;
   return new EchoStreamPublishError(
-    `${where}: no reply from Redis at ${address} within ${timeoutMs} ms; the write may or may ` +
+    `${where}: no reply from Redis at ${address} within ${within}; the write may or may ` +
       `not have reached Redis (${ids}); publish again with the same id so consumers dedup it`,
     {
       reason: 'timeout',

@@ -1,24 +1,47 @@
-import { Injectable } from '@nestjs/common';
-import { encodeEntry, resolveCodec } from '../codec/codecs';
+import { Inject, Injectable, OnApplicationShutdown, Optional } from '@nestjs/common';
+import { encodeEntry, errorText, resolveCodec } from '../codec/codecs';
+import { ECHO_STREAM_OPTIONS } from '../echo-stream.constants';
 import { EchoStreamConnections } from '../echo-stream.connections';
+import type { ResolvedModuleOptions } from '../echo-stream.options';
+import { EchoStreamReplicationError } from '../errors/echo-stream-replication.error';
 import type { StreamCodec } from '../interfaces/codec.interface';
 import type {
   PublishManyOptions,
   PublishOptions,
   PublishReceipt,
 } from '../interfaces/publish.interface';
+import type { ReplicatedWrite } from '../redis/streams-client';
 import { loadOtel } from '../tracing/otel-api';
 import { ProducerTracing } from '../tracing/producer-tracing';
 import { brandedId } from './branded-id';
+import { DurablePublishLink } from './durable-publish-link';
 import { publishWithin } from './publish-deadline';
 
-const PUBLISH_OPTION_NAMES: readonly string[] = ['maxLen', 'codec', 'id'];
-const PUBLISH_MANY_OPTION_NAMES: readonly string[] = ['maxLen', 'codec'];
+/** `replicaTimeoutMs` when `replicas` is given without it (SPEC §13). */
+const DEFAULT_REPLICA_TIMEOUT_MS = 1000;
+/** The longest `replicaTimeoutMs` accepted: 10 minutes. */
+const MAX_REPLICA_TIMEOUT_MS = 600_000;
+
+const PUBLISH_MANY_OPTION_NAMES: readonly string[] = [
+  'maxLen',
+  'codec',
+  'replicas',
+  'replicaTimeoutMs',
+];
+const PUBLISH_OPTION_NAMES: readonly string[] = [...PUBLISH_MANY_OPTION_NAMES, 'id'];
 
 /** Arguments checked and resolved, before anything is minted or written. */
 interface CheckedOptions {
   maxLen: number | undefined;
   codec: StreamCodec<unknown>;
+  /** `{ replicas, replicaTimeoutMs }` when the call waits for replicas (replicas >= 1). */
+  durable: Durability | undefined;
+}
+
+/** A durable publish's `WAIT numreplicas timeout`. */
+interface Durability {
+  replicas: number;
+  timeoutMs: number;
 }
 
 /**
@@ -29,13 +52,24 @@ interface CheckedOptions {
  * strictly increasing in publish order.
  */
 @Injectable()
-export class StreamProducer {
+export class StreamProducer implements OnApplicationShutdown {
   /** PRODUCER spans and trace fields, when `@opentelemetry/api` is installed (SPEC §10). */
   private readonly tracing: ProducerTracing | undefined;
+  /** Where durable publishes (`{ replicas }`) go: a connection of their own, see the class. */
+  private readonly durableLink: DurablePublishLink;
 
-  constructor(private readonly connections: EchoStreamConnections) {
+  constructor(
+    private readonly connections: EchoStreamConnections,
+    @Optional() @Inject(ECHO_STREAM_OPTIONS) options?: ResolvedModuleOptions,
+  ) {
     const otel = loadOtel();
     this.tracing = otel ? new ProducerTracing(otel) : undefined;
+    this.durableLink = new DurablePublishLink(options, () => connections.client);
+  }
+
+  /** Closes the durable publishes' connection, if one was opened. */
+  async onApplicationShutdown(): Promise<void> {
+    await this.durableLink.close();
   }
 
   /**
@@ -44,11 +78,14 @@ export class StreamProducer {
    * @throws TypeError (as a rejection, nothing written) on a bad stream name, option or payload
    *   the codec cannot encode.
    * @throws EchoStreamPublishError (as a rejection) when Redis is unreachable or does not answer
-   *   within `publishTimeoutMs`; its `written` says whether the entry may be in the stream.
+   *   within `publishTimeoutMs` (+ `replicaTimeoutMs` with `replicas`); its `written` says whether
+   *   the entry may be in the stream.
+   * @throws EchoStreamReplicationError (as a rejection) with `replicas`, when fewer replicas
+   *   acknowledged the entry within `replicaTimeoutMs`: the entry IS in the stream.
    */
   async publish<T>(stream: string, payload: T, opts?: PublishOptions): Promise<PublishReceipt> {
     checkStream('publish', stream);
-    const { maxLen, codec } = checkOptions('publish', opts, PUBLISH_OPTION_NAMES);
+    const { maxLen, codec, durable } = checkOptions('publish', opts, PUBLISH_OPTION_NAMES);
     const given = opts?.id;
     if (given !== undefined && (typeof given !== 'string' || given.length === 0)) {
       throw new TypeError(
@@ -57,11 +94,20 @@ export class StreamProducer {
     }
     const id = given ?? brandedId();
     const fields = encodeEntry(codec, id, payload);
-    const { client, publishTimeoutMs } = this.connections;
-    const write = (extra: readonly string[]): Promise<string> =>
-      publishWithin(client.link, publishTimeoutMs, { method: 'publish', stream, ids: [id] }, () =>
-        client.add(stream, extra.length > 0 ? fields.concat(extra) : fields, maxLen),
+    const write = (extra: readonly string[]): Promise<string> => {
+      const withTrace = extra.length > 0 ? fields.concat(extra) : fields;
+      if (durable) {
+        const items = [{ stream, fields: withTrace, maxLen }];
+        return this.writeDurably('publish', stream, [id], items, durable).then((got) => got[0]);
+      }
+      const { client, publishTimeoutMs } = this.connections;
+      return publishWithin(
+        client.link,
+        publishTimeoutMs,
+        { method: 'publish', stream, ids: [id] },
+        () => client.add(stream, withTrace, maxLen),
       );
+    };
     if (!this.tracing) return { id, entryId: await write([]) };
     const [receipt] = await this.tracing.send(stream, 1, async (trace) => [
       { id, entryId: await write(trace) },
@@ -76,7 +122,9 @@ export class StreamProducer {
    * @returns one receipt per payload, in order (branded ids strictly increasing).
    * @throws TypeError (as a rejection, nothing written) on a bad stream name, option or payload.
    * @throws EchoStreamPublishError (as a rejection) when Redis is unreachable or does not answer
-   *   within `publishTimeoutMs`.
+   *   within `publishTimeoutMs` (+ `replicaTimeoutMs` with `replicas`).
+   * @throws EchoStreamReplicationError (as a rejection) with `replicas`, when fewer replicas
+   *   acknowledged the entries within `replicaTimeoutMs`: the entries ARE in the stream.
    */
   async publishMany<T>(
     stream: string,
@@ -89,27 +137,95 @@ export class StreamProducer {
         `StreamProducer.publishMany(): payloads must be an array, got ${describe(payloads)}`,
       );
     }
-    const { maxLen, codec } = checkOptions('publishMany', opts, PUBLISH_MANY_OPTION_NAMES);
+    const { maxLen, codec, durable } = checkOptions('publishMany', opts, PUBLISH_MANY_OPTION_NAMES);
     if (payloads.length === 0) return [];
     const ids = payloads.map(() => brandedId());
     const encoded = payloads.map((payload, i) => encodeEntry(codec, ids[i], payload));
-    const { client, publishTimeoutMs } = this.connections;
     const write = async (trace: readonly string[]): Promise<PublishReceipt[]> => {
       const items = encoded.map((fields) => ({
         stream,
         fields: trace.length > 0 ? fields.concat(trace) : fields,
         maxLen,
       }));
-      const entryIds = await publishWithin(
-        client.link,
-        publishTimeoutMs,
-        { method: 'publishMany', stream, ids },
-        () => client.addMany(items),
-      );
+      let entryIds: string[];
+      if (durable) {
+        entryIds = await this.writeDurably('publishMany', stream, ids, items, durable);
+      } else {
+        const { client, publishTimeoutMs } = this.connections;
+        entryIds = await publishWithin(
+          client.link,
+          publishTimeoutMs,
+          { method: 'publishMany', stream, ids },
+          () => client.addMany(items),
+        );
+      }
       return ids.map((id, i) => ({ id, entryId: entryIds[i] }));
     };
     return this.tracing ? this.tracing.send(stream, payloads.length, write) : write([]);
   }
+
+  /**
+   * The XADDs and `WAIT replicas timeoutMs` in one pipeline, on the durable publishes' own
+   * connection, within `publishTimeoutMs` + `replicaTimeoutMs` in all (the server holds the reply
+   * up to `replicaTimeoutMs` on purpose). Fewer replicas than asked: EchoStreamReplicationError,
+   * naming the entries that ARE written.
+   */
+  private async writeDurably(
+    method: 'publish' | 'publishMany',
+    stream: string,
+    ids: readonly string[],
+    items: ReadonlyArray<{ stream: string; fields: readonly string[]; maxLen?: number }>,
+    durable: Durability,
+  ): Promise<string[]> {
+    const client = this.durableLink.streams;
+    const written: ReplicatedWrite = await publishWithin(
+      client.link,
+      this.connections.publishTimeoutMs,
+      { method, stream, ids },
+      () => client.addReplicated(items, durable.replicas, durable.timeoutMs),
+      durable.timeoutMs,
+    );
+    if (written.acknowledged >= durable.replicas && !written.waitError) return written.entryIds;
+    throw replicationError(method, stream, ids, written, durable);
+  }
+}
+
+function replicationError(
+  method: string,
+  stream: string,
+  ids: readonly string[],
+  written: ReplicatedWrite,
+  durable: Durability,
+): EchoStreamReplicationError {
+  const { entryIds, acknowledged, waitError } = written;
+  const what =
+    entryIds.length === 1
+      ? `the entry IS written on the master (entry id ${entryIds[0]}, id ${ids[0]})`
+      : `the ${entryIds.length} entries ARE written on the master (entry ids ${listText(entryIds)})`;
+  const why = waitError
+    ? `WAIT ${durable.replicas} ${durable.timeoutMs} failed (${errorText(waitError)})`
+    : `only ${acknowledged} of ${durable.replicas} replica(s) acknowledged within ` +
+      `${durable.timeoutMs} ms (replicaTimeoutMs)`;
+  return new EchoStreamReplicationError(
+    `StreamProducer.${method}() to '${stream}': ${why}; ${what} and will be consumed, but a ` +
+      `failover of that master before its replicas catch up may lose it; do not publish it again ` +
+      `as a new message (re-publish under the same id if needed: consumers dedup it)`,
+    {
+      stream,
+      ids,
+      entryIds,
+      replicas: durable.replicas,
+      acknowledged,
+      timeoutMs: durable.timeoutMs,
+    },
+    waitError,
+  );
+}
+
+/** `a, b, c`, or for a long list `500 entries, a ... z`. */
+function listText(values: readonly string[]): string {
+  if (values.length <= 3) return values.join(', ');
+  return `${values[0]} ... ${values[values.length - 1]}`;
 }
 
 function checkStream(method: string, stream: unknown): void {
@@ -125,7 +241,9 @@ function checkOptions(
   opts: PublishManyOptions | undefined,
   known: readonly string[],
 ): CheckedOptions {
-  if (opts === undefined) return { maxLen: undefined, codec: resolveCodec('json') };
+  if (opts === undefined) {
+    return { maxLen: undefined, codec: resolveCodec('json'), durable: undefined };
+  }
   if (typeof opts !== 'object' || opts === null || Array.isArray(opts)) {
     throw new TypeError(
       `StreamProducer.${method}(): options must be an object, got ${describe(opts)}`,
@@ -153,7 +271,43 @@ function checkOptions(
   } catch (err) {
     throw new TypeError(`StreamProducer.${method}(): ${(err as Error).message}`);
   }
-  return { maxLen, codec };
+  return { maxLen, codec, durable: checkDurability(method, opts) };
+}
+
+/** `replicas` / `replicaTimeoutMs`: `undefined` when the call does not wait (absent or 0). */
+function checkDurability(method: string, opts: PublishManyOptions): Durability | undefined {
+  const { replicas, replicaTimeoutMs } = opts;
+  if (
+    replicas !== undefined &&
+    (typeof replicas !== 'number' || !Number.isSafeInteger(replicas) || replicas < 0)
+  ) {
+    throw new TypeError(
+      `StreamProducer.${method}(): option 'replicas' must be an integer >= 0 (0: do not wait), ` +
+        `got ${describe(replicas)}`,
+    );
+  }
+  if (replicaTimeoutMs !== undefined) {
+    if (
+      typeof replicaTimeoutMs !== 'number' ||
+      !Number.isSafeInteger(replicaTimeoutMs) ||
+      replicaTimeoutMs < 1 ||
+      replicaTimeoutMs > MAX_REPLICA_TIMEOUT_MS
+    ) {
+      // WAIT's 0 means "forever": a publish must end, so 0 is refused
+      throw new TypeError(
+        `StreamProducer.${method}(): option 'replicaTimeoutMs' must be an integer from 1 to ` +
+          `${MAX_REPLICA_TIMEOUT_MS} (ms), got ${describe(replicaTimeoutMs)}`,
+      );
+    }
+    if (replicas === undefined) {
+      throw new TypeError(
+        `StreamProducer.${method}(): option 'replicaTimeoutMs' (${replicaTimeoutMs}) needs ` +
+          `option 'replicas' (how many replicas to wait for)`,
+      );
+    }
+  }
+  if (replicas === undefined || replicas === 0) return undefined;
+  return { replicas, timeoutMs: replicaTimeoutMs ?? DEFAULT_REPLICA_TIMEOUT_MS };
 }
 
 function describe(value: unknown): string {

@@ -4,10 +4,12 @@ import type { RedisConnection } from './streams-client';
 
 /**
  * What a connection is for: a loop's own (it parks reads on it), a shared read of one group
- * (`read`), the loops' other commands with shared reads (`commands`), or the app's shared one
- * (producer, admin, stats, CLIENT UNBLOCK). The name shows in CLIENT LIST as `echo-stream-<purpose>`.
+ * (`read`), the loops' other commands with shared reads (`commands`), the app's shared one
+ * (producer, admin, stats, CLIENT UNBLOCK), or the one of durable publishes (their `WAIT` holds
+ * it; opened on first use; set up as `shared`). The name shows in CLIENT LIST as
+ * `echo-stream-<purpose>`.
  */
-export type ConnectionPurpose = 'loop' | 'read' | 'commands' | 'shared';
+export type ConnectionPurpose = 'loop' | 'read' | 'commands' | 'shared' | 'publish';
 
 /**
  * Reconnect delay after the `times`-th failed attempt: 50 ms more each time, at most 2 s (the
@@ -41,7 +43,7 @@ export function createConnection(
   // NOTE: no `protocol` here: the loops speak ioredis 6's default, RESP3, or what the user's
   // options ask for; both read the same (reply-shapes.ts) and drain equally fast (README
   // "ioredis 6 and RESP3").
-  const forLoops = purpose !== 'shared';
+  const forLoops = purpose === 'loop' || purpose === 'read' || purpose === 'commands';
   const overrides: RedisOptions = forLoops
     ? { maxRetriesPerRequest: 0, enableAutoPipelining: false }
     : { maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false };

@@ -66,6 +66,19 @@ export interface RateBudgetGrant {
   windowLeftMs: number;
 }
 
+/** What `RedisStreamsClient.addReplicated` wrote and what its WAIT answered. */
+export interface ReplicatedWrite {
+  /** The entry ids written, one per item, in order: these entries ARE on the master. */
+  entryIds: string[];
+  /**
+   * Replicas that acknowledged the writes (WAIT's answer); on a Cluster with several slots, the
+   * lowest answer of their pipelines. 0 when WAIT itself failed (`waitError`).
+   */
+  acknowledged: number;
+  /** WAIT's reply error (an ACL without `+wait`, ...), the writes being done. */
+  waitError?: Error;
+}
+
 /** Raised when a command outlives its deadline; the connection was replaced. */
 export class RedisDeadlineError extends Error {
   constructor(command: string, ms: number) {
@@ -541,17 +554,11 @@ export class RedisStreamsClient implements StreamsClient {
     if (items.length === 0) return [];
     if (!isCluster(this.redis) || items.length === 1) return this.addPipelined(items);
     // A Cluster pipeline must stay within one slot: one pipeline per slot, all in flight at once.
-    const bySlot = new Map<number, number[]>();
-    items.forEach((item, i) => {
-      const slot = keySlot(item.stream);
-      const group = bySlot.get(slot);
-      if (group) group.push(i);
-      else bySlot.set(slot, [i]);
-    });
-    if (bySlot.size === 1) return this.addPipelined(items);
+    const bySlot = groupBySlot(items);
+    if (bySlot.length === 1) return this.addPipelined(items);
     const ids = new Array<string>(items.length);
     await Promise.all(
-      [...bySlot.values()].map(async (indexes) => {
+      bySlot.map(async (indexes) => {
         const got = await this.addPipelined(indexes.map((i) => items[i]));
         indexes.forEach((i, j) => (ids[i] = got[j]));
       }),
@@ -562,19 +569,94 @@ export class RedisStreamsClient implements StreamsClient {
   private async addPipelined(
     items: ReadonlyArray<{ stream: string; fields: readonly string[]; maxLen?: number }>,
   ): Promise<string[]> {
+    const results = await this.execWrites(items);
+    return results.map(([err, id]) => {
+      if (err) throw this.link.explain(err, 'XADD');
+      return String(id);
+    });
+  }
+
+  /**
+   * XADDs followed by `WAIT replicas timeoutMs` as the LAST command of the same pipeline, so the
+   * WAIT counts the replicas that have these very writes (WAIT is per connection and per node).
+   * On a Cluster one pipeline per slot, each ending with its own WAIT on the master of its slot.
+   * A reply error of an XADD rejects as `addMany` does (nothing of that entry was written); the
+   * WAIT's answer (or its reply error) is returned, never thrown: the entries are written by then.
+   */
+  async addReplicated(
+    items: ReadonlyArray<{ stream: string; fields: readonly string[]; maxLen?: number }>,
+    replicas: number,
+    timeoutMs: number,
+  ): Promise<ReplicatedWrite> {
+    if (items.length === 0) return { entryIds: [], acknowledged: replicas };
+    const groups = isCluster(this.redis) ? groupBySlot(items) : [items.map((_, i) => i)];
+    const entryIds = new Array<string>(items.length);
+    const outcomes = await Promise.all(
+      groups.map(async (indexes) => {
+        const got = await this.addThenWait(
+          indexes.map((i) => items[i]),
+          replicas,
+          timeoutMs,
+        );
+        indexes.forEach((i, j) => (entryIds[i] = got.entryIds[j]));
+        return got;
+      }),
+    );
+    // the weakest pipeline is what the call can promise
+    const acknowledged = Math.min(...outcomes.map((o) => o.acknowledged));
+    const waitError = outcomes.find((o) => o.waitError)?.waitError;
+    return waitError ? { entryIds, acknowledged, waitError } : { entryIds, acknowledged };
+  }
+
+  /** One pipeline (one slot on a Cluster): the XADDs, then WAIT. */
+  private async addThenWait(
+    items: ReadonlyArray<{ stream: string; fields: readonly string[]; maxLen?: number }>,
+    replicas: number,
+    timeoutMs: number,
+  ): Promise<ReplicatedWrite> {
+    for (let attempt = 1; ; attempt++) {
+      const results = await this.execWrites(items, ['WAIT', replicas, timeoutMs]);
+      const waited = results[results.length - 1];
+      const writes = results.slice(0, -1);
+      // NOTE: ioredis re-sends a Cluster pipeline after MOVED only when no write in it
+      // succeeded; the keyless WAIT always answers (on whichever node got the pipeline), so a
+      // pipeline sent on a stale slot map (a failover promoted a replica, a slot moved) comes
+      // back with every XADD MOVED. Nothing was written: learn the new map and send it again.
+      if (
+        isCluster(this.redis) &&
+        attempt < MAX_WAIT_REDIRECTS &&
+        writes.length > 0 &&
+        writes.every(([err]) => isMoved(err))
+      ) {
+        await refreshSlots(this.redis);
+        continue;
+      }
+      const entryIds = writes.map(([err, id]) => {
+        if (err) throw this.link.explain(err, 'XADD');
+        return String(id);
+      });
+      const [waitErr, count] = waited;
+      if (waitErr) return { entryIds, acknowledged: 0, waitError: waitErr };
+      return { entryIds, acknowledged: Number(count) };
+    }
+  }
+
+  /** Sends the XADDs of `items` (and `tail`, if any) as one pipeline; one [error, reply] each. */
+  private async execWrites(
+    items: ReadonlyArray<{ stream: string; fields: readonly string[]; maxLen?: number }>,
+    tail?: Array<string | number>,
+  ): Promise<Array<[Error | null, unknown]>> {
     const pipeline = this.redis.pipeline();
     for (const item of items) {
       const [command, ...args] = addArgs(item.stream, item.fields, item.maxLen);
       pipeline.call(String(command), ...args);
     }
-    const results =
+    if (tail) pipeline.call(String(tail[0]), ...tail.slice(1));
+    return (
       (await pipeline.exec().catch((err: unknown) => {
         throw this.link.explain(err, 'XADD');
-      })) ?? [];
-    return results.map(([err, id]) => {
-      if (err) throw this.link.explain(err, 'XADD');
-      return String(id);
-    });
+      })) ?? []
+    );
   }
 
   async range(stream: string, start: string, end: string, count: number): Promise<RawEntry[]> {
@@ -753,6 +835,35 @@ export function withDeadline<T>(
       },
     );
   });
+}
+
+/** Indexes of `items` grouped by the hash slot of their stream, in first-seen order. */
+function groupBySlot(items: ReadonlyArray<{ stream: string }>): number[][] {
+  const bySlot = new Map<number, number[]>();
+  items.forEach((item, i) => {
+    const slot = keySlot(item.stream);
+    const group = bySlot.get(slot);
+    if (group) group.push(i);
+    else bySlot.set(slot, [i]);
+  });
+  return [...bySlot.values()];
+}
+
+/** At most this many sends of one WAIT pipeline whose XADDs all come back MOVED. */
+const MAX_WAIT_REDIRECTS = 3;
+
+/**
+ * A MOVED reply: the command was not executed, another node serves its slot now. (An ASK, a slot
+ * half migrated, is not followed for a WAIT pipeline: it rejects as the reply it is, nothing
+ * written; the slot map would not change and the next publish after the migration goes through.)
+ */
+function isMoved(err: Error | null): boolean {
+  return err !== null && err.message.startsWith('MOVED ');
+}
+
+/** CLUSTER SLOTS again (ioredis coalesces concurrent refreshes); a failed refresh is not fatal. */
+function refreshSlots(cluster: Cluster): Promise<void> {
+  return new Promise((resolve) => cluster.refreshSlotsCache(() => resolve()));
 }
 
 function addArgs(

@@ -107,6 +107,37 @@ describe.each([2, 3] as const)('a Cluster client speaking RESP%i', (protocol) =>
     to.disconnect();
   });
 
+  it('a durable write (XADD + WAIT pipeline) sent on a stale slot map follows MOVED and writes once', async () => {
+    const [, m1, m2] = cluster.servers;
+    const stream = await keyOn(m1, 'durable');
+    const publish = createConnection(
+      {
+        connection: {},
+        cluster: { nodes: cluster.nodes, options: { redisOptions: { protocol } } },
+      },
+      'publish',
+      () => undefined,
+    );
+    const durable = new RedisStreamsClient(publish);
+    try {
+      // learns the slot map; no replica here: WAIT 1 answers 0 after its timeout
+      const first = await durable.addReplicated([{ stream, fields: ['data', '"a"'] }], 1, 20);
+      expect(first).toMatchObject({ acknowledged: 0 });
+      await cluster.moveSlotOf(stream, m2);
+      // NOTE: ioredis does not re-send a Cluster pipeline after MOVED when a command of it
+      // succeeded, and the keyless WAIT always does: the client sends it again itself
+      const second = await durable.addReplicated([{ stream, fields: ['data', '"b"'] }], 1, 20);
+      expect(second).toMatchObject({ acknowledged: 0 });
+      expect(second.waitError).toBeUndefined();
+      const direct = m2.client(); // a plain connection: the entries live on m2 now, b once
+      const entries = await direct.xrange(stream, '-', '+');
+      expect(entries.map(([entryId]) => entryId)).toEqual([first.entryIds[0], second.entryIds[0]]);
+      direct.disconnect();
+    } finally {
+      await durable.close();
+    }
+  });
+
   it('CLIENT UNBLOCK on the node wakes a parked read with no entries', async () => {
     const stream = await keyOn(cluster.servers[2], 'parked');
     await client.createGroup(stream, 'g', '$');

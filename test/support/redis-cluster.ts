@@ -1,12 +1,16 @@
 /**
- * A real Redis Cluster for e2e tests: N masters (3 by default, no replicas) on loopback, each a
+ * A real Redis Cluster for e2e tests: N masters (3 by default, no replicas unless
+ * `replicasPerMaster`) on loopback, each a
  * {@link RedisServer} started with `--cluster-enabled yes`, a `nodes.conf` in its own dir and an
  * AOF fsynced on every write, so a master SIGKILLed and restarted comes back with its identity,
  * its slots and its data.
  *
  * Slots are split evenly with CLUSTER ADDSLOTSRANGE (0-5460, 5461-10922, 10923-16383 for 3), the
  * nodes meet with CLUSTER MEET, and `start()` resolves once every node reports `cluster_state:ok`
- * and the same full slot map.
+ * and the same full slot map. With `replicasPerMaster: 1` every master gets a replica (CLUSTER
+ * REPLICATE, as `redis-cli --cluster create --cluster-replicas 1` does): SIGKILL a master and its
+ * replica is promoted after about `nodeTimeoutMs` + 1 s (see `waitFailover()`); restart the old
+ * master and it rejoins as a replica of the new one.
  *
  *   const cluster = await RedisCluster.start();
  *   EchoStreamModule.forRoot({ cluster: { nodes: cluster.nodes } });
@@ -31,6 +35,8 @@ export interface RedisClusterOptions {
   readyTimeoutMs?: number;
   /** More `redis-server` arguments for every node (appended last). */
   extraArgs?: string[];
+  /** Replicas of each master (CLUSTER REPLICATE). @default 0 */
+  replicasPerMaster?: number;
 }
 
 /** One slot range as CLUSTER SLOTS reports it, with the port of its master. */
@@ -38,6 +44,8 @@ interface SlotRange {
   from: number;
   to: number;
   port: number;
+  /** Replicas CLUSTER SLOTS lists for the range. */
+  replicas: number;
 }
 
 /** A Redis Cluster of real `redis-server` processes on 127.0.0.1. */
@@ -46,15 +54,25 @@ export class RedisCluster {
   private stopped = false;
 
   private constructor(
-    /** The masters, in slot order (`servers[0]` owns slot 0). */
+    /**
+     * Every node: first the masters as started, in slot order (`servers[0]` owns slot 0), then
+     * their replicas (`servers[masters + i]` replicates `servers[i % masters]` at start). Roles
+     * change with a failover: `masterFor()` and `roleOf()` ask the cluster.
+     */
     readonly servers: readonly RedisServer[],
     private readonly readyTimeoutMs: number,
+    /** How many of `servers` started as masters. */
+    private readonly masterCount: number,
   ) {}
 
   /** Starts the nodes, assigns the slots, joins them and waits for `cluster_state:ok` everywhere. */
   static async start(opts: RedisClusterOptions = {}): Promise<RedisCluster> {
     const masters = opts.masters ?? 3;
     if (!Number.isInteger(masters) || masters < 1) throw new Error('masters must be >= 1');
+    const perMaster = opts.replicasPerMaster ?? 0;
+    if (!Number.isInteger(perMaster) || perMaster < 0) {
+      throw new Error('replicasPerMaster must be >= 0');
+    }
     const readyTimeoutMs = opts.readyTimeoutMs ?? 15_000;
     const extraArgs = [
       '--cluster-enabled',
@@ -68,7 +86,7 @@ export class RedisCluster {
       ...(opts.extraArgs ?? []),
     ];
     const started = await Promise.allSettled(
-      Array.from({ length: masters }, () =>
+      Array.from({ length: masters * (1 + perMaster) }, () =>
         RedisServer.start({ appendonly: true, appendfsync: 'always', extraArgs }),
       ),
     );
@@ -78,7 +96,7 @@ export class RedisCluster {
       await Promise.all(servers.map((s) => s.stop()));
       throw (failed as PromiseRejectedResult).reason;
     }
-    const cluster = new RedisCluster(servers, readyTimeoutMs);
+    const cluster = new RedisCluster(servers, readyTimeoutMs, masters);
     try {
       await cluster.form();
       return cluster;
@@ -143,6 +161,75 @@ export class RedisCluster {
     }
   }
 
+  /** `'master'` or `'replica'`, as `server` itself says now (INFO replication). */
+  async roleOf(server: RedisServer): Promise<'master' | 'replica'> {
+    const info = String(await this.on(server, ['INFO', 'replication']));
+    return /^role:master\r?$/m.test(info) ? 'master' : 'replica';
+  }
+
+  /**
+   * After `master` was killed: waits until another node serves every slot `master` owned
+   * (its replica was promoted) and every running node reports `cluster_state:ok`; returns the
+   * new master. Give `slots` (from `slotsOf()` before the kill) when `master` is already down.
+   */
+  async waitFailover(
+    master: RedisServer,
+    slots: readonly number[],
+    timeoutMs = this.readyTimeoutMs,
+  ): Promise<RedisServer> {
+    const promoted = await waitFor(
+      async () => {
+        const owners = new Set<RedisServer>();
+        const ranges = await this.slotRanges();
+        for (const slot of slots) {
+          const range = ranges.find((r) => r.from <= slot && slot <= r.to);
+          const owner = range && this.servers.find((s) => s.port === range.port);
+          if (!owner || owner === master || !owner.isRunning()) return undefined;
+          owners.add(owner);
+        }
+        for (const server of this.servers) {
+          if (server.isRunning() && (await this.stateOf(server)) !== 'ok') return undefined;
+        }
+        return owners.size === 1 ? [...owners][0] : undefined;
+      },
+      { timeoutMs, intervalMs: 50, message: `a replica of port ${master.port} promoted` },
+    );
+    return promoted!;
+  }
+
+  /** The slots `master` serves now (CLUSTER SLOTS), e.g. to give `waitFailover()`. */
+  async slotsOf(master: RedisServer): Promise<number[]> {
+    const slots: number[] = [];
+    for (const range of await this.slotRanges()) {
+      if (range.port !== master.port) continue;
+      for (let slot = range.from; slot <= range.to; slot++) slots.push(slot);
+    }
+    return slots;
+  }
+
+  /**
+   * Waits until every master has `replicasPerMaster` replicas online (initial sync done; after
+   * `start()`, or once a killed master restarted and rejoined as a replica).
+   */
+  async waitReplicated(timeoutMs = this.readyTimeoutMs): Promise<void> {
+    const perMaster = (this.servers.length - this.masterCount) / this.masterCount;
+    await waitFor(
+      async () => {
+        for (const server of this.servers) {
+          if (!server.isRunning() || (await this.roleOf(server)) !== 'master') continue;
+          const info = String(await this.on(server, ['INFO', 'replication']));
+          // online: the initial sync is done and the replica streams the master's writes
+          const online = [...info.matchAll(/^slave\d+:.*state=online/gm)];
+          if (online.length < perMaster) {
+            throw new Error(`port ${server.port}: ${online.length} replica(s) online\n${info}`);
+          }
+        }
+        return true;
+      },
+      { timeoutMs, intervalMs: 50, message: `${perMaster} replica(s) online per master` },
+    );
+  }
+
   /** `cluster_state` as `server` sees it: `'ok'` or `'fail'` (slots uncovered, majority lost). */
   async stateOf(server: RedisServer): Promise<string> {
     const info = String(await this.on(server, ['CLUSTER', 'INFO']));
@@ -157,6 +244,7 @@ export class RedisCluster {
     await waitFor(
       async () => {
         for (const server of this.servers) {
+          if (!server.isRunning()) continue;
           const info = String(await this.on(server, ['CLUSTER', 'INFO']));
           if (!/^cluster_state:ok\r?$/m.test(info)) return false;
           if (!/^cluster_slots_ok:16384\r?$/m.test(info)) return false;
@@ -183,12 +271,17 @@ export class RedisCluster {
     await Promise.all(this.servers.map((s) => s.stop()));
   }
 
-  /** ADDSLOTSRANGE, SET-CONFIG-EPOCH and MEET, then waits for agreement. */
+  /** ADDSLOTSRANGE, SET-CONFIG-EPOCH and MEET, then REPLICATE, then waits for agreement. */
   private async form(): Promise<void> {
-    const count = this.servers.length;
+    const count = this.masterCount;
     const per = Math.floor(SLOTS / count);
+    const masters = this.servers.slice(0, count);
+    const replicas = this.servers.slice(count);
     await Promise.all(
-      this.servers.map(async (server, i) => {
+      replicas.map((server, i) => this.on(server, ['CLUSTER', 'SET-CONFIG-EPOCH', count + i + 1])),
+    );
+    await Promise.all(
+      masters.map(async (server, i) => {
         const from = i * per + Math.min(i, SLOTS % count);
         const to = from + per - 1 + (i < SLOTS % count ? 1 : 0);
         try {
@@ -205,7 +298,23 @@ export class RedisCluster {
     );
     const [first, ...others] = this.servers;
     for (const other of others) await this.on(first, ['CLUSTER', 'MEET', other.host, other.port]);
+    if (replicas.length > 0) {
+      const ids = await Promise.all(
+        masters.map(async (m) => String(await this.on(m, ['CLUSTER', 'MYID']))),
+      );
+      // REPLICATE needs the master known to the replica: retried until gossip got it there
+      await Promise.all(
+        replicas.map((server, i) =>
+          waitFor(() => this.on(server, ['CLUSTER', 'REPLICATE', ids[i % count]]), {
+            timeoutMs: this.readyTimeoutMs,
+            intervalMs: 50,
+            message: `CLUSTER REPLICATE on port ${server.port}`,
+          }),
+        ),
+      );
+    }
     await this.waitHealthy();
+    if (replicas.length > 0) await this.waitReplicated();
     // Each node answered ok; make sure each also maps every slot to the right master (ioredis
     // takes its slot map from whichever startup node answers first).
     await waitFor(
@@ -214,6 +323,9 @@ export class RedisCluster {
           const ranges = await this.slotRanges(server);
           const covered = ranges.reduce((n, r) => n + (r.to - r.from + 1), 0);
           if (covered !== SLOTS || ranges.length !== count) return false;
+          // and every replica listed with its master (ioredis learns replicas from CLUSTER SLOTS)
+          const listed = ranges.reduce((n, r) => n + r.replicas, 0);
+          if (listed !== this.servers.length - count) return false;
         }
         return true;
       },
@@ -224,11 +336,14 @@ export class RedisCluster {
   private async slotRanges(server?: RedisServer): Promise<SlotRange[]> {
     const reply = (await (server
       ? this.on(server, ['CLUSTER', 'SLOTS'])
-      : this.ask(['CLUSTER', 'SLOTS']))) as Array<[number, number, [string, number, ...unknown[]]]>;
-    return reply.map(([from, to, master]) => ({
+      : this.ask(['CLUSTER', 'SLOTS']))) as Array<
+      [number, number, [string, number, ...unknown[]], ...unknown[]]
+    >;
+    return reply.map(([from, to, master, ...replicas]) => ({
       from: Number(from),
       to: Number(to),
       port: Number(master[1]),
+      replicas: replicas.length,
     }));
   }
 

@@ -28,6 +28,11 @@ export interface RedisServerOptions {
   appendfsync?: 'always' | 'everysec';
   /** `--requirepass`; `url` and `client()` then authenticate. */
   password?: string;
+  /**
+   * Start as a replica of this server (`--replicaof`, and `--masterauth` with its password).
+   * `start()` resolves once the server answers, before the first sync: see `waitReplicas()`.
+   */
+  replicaOf?: RedisServer;
   /** Appended last (so they override the defaults), e.g. `['--maxmemory', '2mb']`. */
   extraArgs?: string[];
   /** Fixed port. @default a free loopback port (retried on a port race) */
@@ -340,6 +345,31 @@ export class RedisServer {
     return c;
   }
 
+  /**
+   * Waits until this server (a master) has `count` replicas online (initial sync done;
+   * INFO replication), e.g. after starting them with `replicaOf`.
+   */
+  async waitReplicas(count: number, timeoutMs = 10_000): Promise<void> {
+    const conn = this.client({ maxRetriesPerRequest: 0 });
+    try {
+      const started = Date.now();
+      for (;;) {
+        const info = await conn.info('replication');
+        // online: the initial sync is done and the replica streams the master's writes
+        const online = [...info.matchAll(/^slave\d+:.*state=online/gm)];
+        if (online.length >= count) return;
+        if (Date.now() - started > timeoutMs) {
+          throw new Error(
+            `${count} replica(s) of port ${this._port} not online within ${timeoutMs} ms:\n${info}`,
+          );
+        }
+        await delay(25);
+      }
+    } finally {
+      conn.disconnect();
+    }
+  }
+
   /** Sends `signal` (default SIGKILL) and waits for the process to exit. */
   async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     const c = this.child;
@@ -462,6 +492,12 @@ export class RedisServer {
       args.push('--appendonly', 'no');
     }
     if (o.password !== undefined) args.push('--requirepass', o.password);
+    if (o.replicaOf) {
+      args.push('--replicaof', o.replicaOf.host, String(o.replicaOf.port));
+      if (o.replicaOf.opts.password !== undefined) {
+        args.push('--masterauth', o.replicaOf.opts.password);
+      }
+    }
     args.push(...(o.extraArgs ?? []));
     return args;
   }

@@ -38,6 +38,23 @@ describe('publishWithin', () => {
     expect(ms).toBeLessThan(1500);
   });
 
+  it('waitMs (the replicaTimeoutMs of a durable publish) extends the reply bound, and the text says so', async () => {
+    const slow = () => new Promise<string>((resolve) => setTimeout(() => resolve('1-0'), 300));
+    // 100 ms for the reply + 400 ms the server may wait on purpose: a 300 ms reply is in time
+    await expect(publishWithin(undefined, 100, call, slow, 400)).resolves.toBe('1-0');
+    const startedAt = Date.now();
+    const err = await publishWithin(
+      undefined,
+      100,
+      call,
+      () => new Promise(() => undefined),
+      200,
+    ).catch((e: unknown) => e);
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(295);
+    expect(err).toMatchObject({ written: 'unknown', timeoutMs: 100 });
+    expect((err as Error).message).toContain('within 100 ms (+ 200 ms replicaTimeoutMs)');
+  });
+
   it('a connection error during the write: written unknown, its cause kept', async () => {
     const lost = new EchoStreamConnectionError('connection to Redis at h:1 lost: x; XADD failed', {
       reason: 'closed',

@@ -1,0 +1,236 @@
+/**
+ * Durable publish (SPEC §13, README "Durable publish"): `publish` / `publishMany` with
+ * `{ replicas, replicaTimeoutMs }` end their write pipeline with `WAIT`, against real servers: a
+ * master with no replica (the typed error, the entry written all the same) and a master with one
+ * real replica (`--replicaof`). Checked on the servers: the entry is on the master, and on the
+ * replica the moment the publish resolves.
+ */
+import 'reflect-metadata';
+import type { INestApplicationContext } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import type { Redis } from 'ioredis';
+import {
+  EchoStreamModule,
+  EchoStreamPublishError,
+  EchoStreamReplicationError,
+  StreamProducer,
+  type EchoStreamModuleOptions,
+} from '../../lib';
+import { RedisServer, stopAllRedisServers } from '../support/redis-server';
+
+let lonely: RedisServer; // a master without replicas
+let master: RedisServer; // a master with one replica
+let replica: RedisServer;
+let lonelyRedis: Redis;
+let masterRedis: Redis;
+let replicaRedis: Redis;
+const apps: INestApplicationContext[] = [];
+let n = 0;
+
+beforeAll(async () => {
+  [lonely, master] = await Promise.all([RedisServer.start(), RedisServer.start()]);
+  replica = await RedisServer.start({ replicaOf: master });
+  await master.waitReplicas(1);
+  lonelyRedis = lonely.client();
+  masterRedis = master.client();
+  replicaRedis = replica.client();
+});
+afterEach(async () => {
+  await Promise.all(apps.splice(0).map((app) => app.close()));
+});
+afterAll(async () => {
+  await stopAllRedisServers();
+});
+
+const fresh = (prefix: string) => `${prefix}-${process.pid}-${++n}`;
+
+async function producerOn(
+  server: RedisServer,
+  extra: EchoStreamModuleOptions = {},
+): Promise<StreamProducer> {
+  const moduleRef = await Test.createTestingModule({
+    imports: [EchoStreamModule.forRoot({ connection: server.url, ...extra })],
+  }).compile();
+  const app = moduleRef.createNestApplication();
+  apps.push(app);
+  await app.init();
+  return app.get(StreamProducer);
+}
+
+async function entryIdsOf(redis: Redis, stream: string): Promise<string[]> {
+  return (await redis.xrange(stream, '-', '+')).map(([entryId]) => entryId);
+}
+
+async function waitCalls(redis: Redis): Promise<number> {
+  const info = await redis.info('commandstats');
+  return Number(/^cmdstat_wait:calls=(\d+)/m.exec(info)?.[1] ?? 0);
+}
+
+async function clientNames(redis: Redis): Promise<string[]> {
+  const list = String(await redis.call('CLIENT', 'LIST'));
+  return [...list.matchAll(/ name=(\S*)/g)].map((m) => m[1]);
+}
+
+describe('durable publish (WAIT)', () => {
+  it('replicas: 1 on a master without replica rejects with EchoStreamReplicationError after replicaTimeoutMs; the entry IS in the stream', async () => {
+    const producer = await producerOn(lonely);
+    const stream = fresh('lonely');
+    const startedAt = Date.now();
+    const err = await producer
+      .publish(stream, { n: 1 }, { replicas: 1, replicaTimeoutMs: 400 })
+      .catch((e: unknown) => e);
+    const ms = Date.now() - startedAt;
+    expect(err).toBeInstanceOf(EchoStreamReplicationError);
+    expect(err).not.toBeInstanceOf(EchoStreamPublishError);
+    const typed = err as EchoStreamReplicationError;
+    expect(typed).toMatchObject({
+      name: 'EchoStreamReplicationError',
+      stream,
+      replicas: 1,
+      acknowledged: 0,
+      timeoutMs: 400,
+    });
+    expect(typed.ids).toHaveLength(1);
+    expect(typed.entryIds).toHaveLength(1);
+    expect(typed.message).toContain('only 0 of 1 replica(s) acknowledged within 400 ms');
+    expect(typed.message).toContain(`entry id ${typed.entryIds[0]}`);
+    expect(typed.message).toContain('IS written on the master');
+    // WAIT waits its timeout on the server; the reply comes right after (generous upper bound)
+    expect(ms).toBeGreaterThanOrEqual(395);
+    expect(ms).toBeLessThan(3000);
+    // the caller must know it is NOT "not published": the entry is there, with its branded id
+    expect(await entryIdsOf(lonelyRedis, stream)).toEqual(typed.entryIds);
+    const [[, fields]] = await lonelyRedis.xrange(stream, '-', '+');
+    expect(fields.slice(0, 2)).toEqual(['id', typed.ids[0]]);
+  });
+
+  it('replicaTimeoutMs longer than publishTimeoutMs: still the replication error, not a publish timeout', async () => {
+    const producer = await producerOn(lonely, { publishTimeoutMs: 200 });
+    const stream = fresh('longwait');
+    const startedAt = Date.now();
+    const err = await producer
+      .publish(stream, { n: 1 }, { replicas: 1, replicaTimeoutMs: 600 })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EchoStreamReplicationError);
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(595);
+    expect(await lonelyRedis.xlen(stream)).toBe(1);
+  });
+
+  it('replicas: 1 with a real replica resolves, and the replica has the entry the moment it does', async () => {
+    const producer = await producerOn(master);
+    const stream = fresh('replicated');
+    const receipt = await producer.publish(stream, { n: 1 }, { replicas: 1 });
+    // WAIT counted the replica's ack of this write: it is applied there already
+    expect(await entryIdsOf(replicaRedis, stream)).toEqual([receipt.entryId]);
+    expect(await entryIdsOf(masterRedis, stream)).toEqual([receipt.entryId]);
+    // many concurrent durable publishes all resolve (they queue behind each other's WAIT)
+    const receipts = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => producer.publish(stream, { i }, { replicas: 1 })),
+    );
+    const onReplica = new Set(await entryIdsOf(replicaRedis, stream));
+    for (const r of receipts) expect(onReplica.has(r.entryId)).toBe(true);
+  });
+
+  it('replicas: 2 with one replica rejects naming 1 of 2 acknowledged', async () => {
+    const producer = await producerOn(master);
+    const stream = fresh('twoasked');
+    const err = (await producer
+      .publish(stream, { n: 1 }, { replicas: 2, replicaTimeoutMs: 300 })
+      .catch((e: unknown) => e)) as EchoStreamReplicationError;
+    expect(err).toBeInstanceOf(EchoStreamReplicationError);
+    expect(err).toMatchObject({ replicas: 2, acknowledged: 1, timeoutMs: 300 });
+    expect(err.message).toContain('only 1 of 2 replica(s) acknowledged within 300 ms');
+    expect(await entryIdsOf(replicaRedis, stream)).toEqual(err.entryIds);
+  });
+
+  it('publishMany with replicas: resolves with a replica (all on it), rejects without one naming every entry written', async () => {
+    const withReplica = await producerOn(master);
+    const stream = fresh('many');
+    const receipts = await withReplica.publishMany(stream, [{ i: 0 }, { i: 1 }, { i: 2 }], {
+      replicas: 1,
+      replicaTimeoutMs: 500,
+      maxLen: 1000,
+    });
+    expect(await entryIdsOf(replicaRedis, stream)).toEqual(receipts.map((r) => r.entryId));
+
+    const without = await producerOn(lonely);
+    const other = fresh('many-lonely');
+    const startedAt = Date.now();
+    const err = (await without
+      .publishMany(other, [{ i: 0 }, { i: 1 }, { i: 2 }, { i: 3 }], {
+        replicas: 1,
+        replicaTimeoutMs: 300,
+      })
+      .catch((e: unknown) => e)) as EchoStreamReplicationError;
+    expect(err).toBeInstanceOf(EchoStreamReplicationError);
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(295);
+    expect(err.ids).toHaveLength(4);
+    expect(err.entryIds).toEqual(await entryIdsOf(lonelyRedis, other));
+    expect(err.message).toContain('the 4 entries ARE written on the master');
+  });
+
+  it('a durable publish waiting for replicas does not hold up plain publishes (its own connection)', async () => {
+    // on a connection shared with the WAIT, the plain publish would queue behind it past its
+    // publishTimeoutMs and reject (Redis reads nothing more from a client blocked in WAIT)
+    const producer = await producerOn(lonely, { publishTimeoutMs: 500 });
+    const stream = fresh('nohold');
+    const order: string[] = [];
+    const durable = producer
+      .publish(stream, { durable: true }, { replicas: 1, replicaTimeoutMs: 1500 })
+      .catch(() => order.push('durable rejected'));
+    await new Promise((r) => setTimeout(r, 100)); // the WAIT is parked on the server now
+    await producer.publish(stream, { plain: true });
+    order.push('plain resolved');
+    await durable;
+    expect(order).toEqual(['plain resolved', 'durable rejected']);
+    expect(await clientNames(lonelyRedis)).toContain('echo-stream-publish');
+  });
+
+  it('without the option nothing changes: no WAIT is sent and no connection is opened for it; shutdown closes it once opened', async () => {
+    const producer = await producerOn(lonely);
+    const stream = fresh('plain');
+    const before = await waitCalls(lonelyRedis);
+    await producer.publish(stream, { n: 1 });
+    await producer.publishMany(stream, [{ n: 2 }, { n: 3 }]);
+    await producer.publish(stream, { n: 4 }, { replicas: 0, replicaTimeoutMs: 50 });
+    expect(await waitCalls(lonelyRedis)).toBe(before);
+    expect(await clientNames(lonelyRedis)).not.toContain('echo-stream-publish');
+    expect(await lonelyRedis.xlen(stream)).toBe(4);
+
+    await producer.publish(stream, { n: 5 }, { replicas: 1, replicaTimeoutMs: 10 }).catch(() => 0);
+    expect(await waitCalls(lonelyRedis)).toBe(before + 1);
+    expect(await clientNames(lonelyRedis)).toContain('echo-stream-publish');
+    await Promise.all(apps.splice(0).map((app) => app.close()));
+    expect(await clientNames(lonelyRedis)).not.toContain('echo-stream-publish');
+  });
+
+  it('bad replicas / replicaTimeoutMs values are rejected with the option and the value named, nothing written', async () => {
+    const producer = await producerOn(lonely);
+    const stream = fresh('bad');
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ replicas: -1 }, /option 'replicas' must be an integer >= 0 .*got number -1/],
+      [{ replicas: 1.5 }, /option 'replicas' must be an integer >= 0 .*got number 1.5/],
+      [{ replicas: '1' }, /option 'replicas' must be an integer >= 0 .*got '1'/],
+      [{ replicas: Number.NaN }, /option 'replicas'.*got number NaN/],
+      [
+        { replicas: 1, replicaTimeoutMs: 0 },
+        /'replicaTimeoutMs' must be an integer from 1 to 600000 \(ms\), got number 0/,
+      ],
+      [{ replicas: 1, replicaTimeoutMs: 2.5 }, /'replicaTimeoutMs'.*got number 2.5/],
+      [{ replicas: 1, replicaTimeoutMs: 600_001 }, /'replicaTimeoutMs'.*got number 600001/],
+      [{ replicas: 1, replicaTimeoutMs: null }, /'replicaTimeoutMs'.*got null/],
+      [{ replicaTimeoutMs: 500 }, /option 'replicaTimeoutMs' \(500\) needs option 'replicas'/],
+      [{ replica: 1 }, /unknown option 'replica' \(known: .*replicas, replicaTimeoutMs/],
+    ];
+    for (const [opts, message] of cases) {
+      await expect(producer.publish(stream, { n: 1 }, opts as never)).rejects.toThrow(message);
+      await expect(producer.publishMany(stream, [{ n: 1 }], opts as never)).rejects.toThrow(
+        TypeError,
+      );
+    }
+    await expect(producer.publish(stream, { n: 1 }, { replicas: -1 })).rejects.toThrow(
+      /^StreamProducer\.publish\(\)/,
+    );
+    expect(await lonelyRedis.exists(stream)).toBe(0);
+  });
+});
