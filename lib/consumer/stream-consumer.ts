@@ -286,6 +286,9 @@ export class StreamConsumer {
     const wakeAt = Math.min(this.nextSweepAt, this.retries.nextDueAt());
     let wait = Math.max(1, wakeAt - this.now());
     if (this.limiter) wait = Math.min(wait, this.limiter.validForMs());
+    // recovering: a shared read may wait across rounds; come back after one park, so the read
+    // that proves Redis healthy again ends the backoff streak (and says so) at once
+    if (this.streak > 0) wait = Math.min(wait, this.options.blockMs);
     let read: Promise<RawEntry[]>;
     let retryWake: NodeJS.Timeout | undefined;
     if (this.readAhead) {
