@@ -17,9 +17,12 @@
 //   BENCH_QUICK=1         smoke run: tiny N, 1 round, short runs (CI; < 60 s)
 //   BENCH_FULL=1          also the slow extras (memory run of BullMQ c=50 and lib-c16)
 //   BENCH_ONLY=raw,lib    only these contenders (raw is always kept as the baseline)
-//   BENCH_WORKLOADS=drain,latency,idle,memory,many-handlers   only these workloads
+//   BENCH_WORKLOADS=drain,latency,idle,memory,retries,many-handlers   only these workloads
 //   BENCH_MANY_N / BENCH_MANY_IDLE_SECONDS / BENCH_MANY_SHARED_READS: see bench/many-handlers.mjs
 //   BENCH_LIB=/path/index.js   the library build to measure (default: dist/index.js)
+//   BENCH_LIB_VARIANTS=tag=/path/index.js,...   A/B: a per-entry contender 'lib@tag' per build
+//   BENCH_RAW_VARIANTS=tag=/path/node_modules/ioredis,...   A/B: the raw loop on another ioredis
+//                         ('raw@tag'; 'lib@tag' of the same tag is then compared with it)
 //   BENCH_CPU_PROF=1      --cpu-prof for the library's drain children (or a list: raw,lib);
 //                         profiles in .bench/profiles/ (git-ignored), read with bench/tools/profile-summary.mjs
 //   BENCH_OUT=latest      results basename in bench/results/ (quick runs write .bench/quick.*)
@@ -27,12 +30,14 @@
 //                         disturbance from other work on a shared machine
 import { fork, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { commandStats, foreignCpuWindow, startRedis, sumCalls } from './lib/redis-server.mjs';
 import { makePayload, streamFields } from './lib/payload.mjs';
+import { FAIL_EVERY, RETRY_POLICY } from './lib/retry-probe.mjs';
 import { fmt, fmtSig, median } from './lib/stats.mjs';
 import { manyHandlersMarkdown, runManyHandlers } from './many-handlers.mjs';
 
@@ -52,7 +57,9 @@ const LAT_SECONDS = int('BENCH_LAT_SECONDS', QUICK ? 1 : 5);
 const RATES = (env.BENCH_RATES ?? (QUICK ? '1000' : '1000,10000')).split(',').map(Number);
 const IDLE_SECONDS = int('BENCH_IDLE_SECONDS', QUICK ? 1 : 10);
 const MEM_N = int('BENCH_MEM_N', QUICK ? 10_000 : 1_000_000);
-const WORKLOADS = (env.BENCH_WORKLOADS ?? 'drain,latency,idle,memory,many-handlers').split(',');
+const WORKLOADS = (
+  env.BENCH_WORKLOADS ?? 'drain,latency,idle,memory,retries,many-handlers'
+).split(',');
 const LIB = resolve(env.BENCH_LIB ?? join(root, 'dist/index.js'));
 // '1': the library contenders; or a list of contender names
 const CPU_PROF =
@@ -98,12 +105,47 @@ const ALL_CONTENDERS = [
     workloads: ['drain', 'latency', 'idle', 'memory'],
   },
   {
+    name: 'raw-resp2',
+    label: 'raw ioredis loop, RESP2 (protocol: 2)',
+    kind: 'stream',
+    script: 'raw.mjs',
+    cfg: { protocol: 2 },
+    baseline: 'raw',
+    workloads: ['drain'],
+  },
+  {
     name: 'lib',
     label: 'echo-stream, per-entry handler (defaults)',
     kind: 'stream',
     script: 'library.mjs',
     cfg: { variant: 'each' },
-    workloads: ['drain', 'latency', 'idle', 'memory'],
+    workloads: ['drain', 'latency', 'idle', 'memory', 'retries'],
+  },
+  {
+    name: 'lib-resp2',
+    label: 'echo-stream, per-entry handler, connections forced to RESP2 (protocol: 2)',
+    kind: 'stream',
+    script: 'library.mjs',
+    cfg: { variant: 'each', protocol: 2 },
+    baseline: 'lib',
+    workloads: ['drain'],
+  },
+  {
+    name: 'lib-retry-off',
+    label: 'echo-stream, per-entry handler, retry: false (no failures)',
+    kind: 'stream',
+    script: 'library.mjs',
+    cfg: { variant: 'each', retry: false },
+    workloads: ['retries'],
+  },
+  {
+    name: 'lib-fail10',
+    label: `echo-stream, per-entry handler, ${100 / FAIL_EVERY}% fail once, retry exponential ${RETRY_POLICY.initialMs} ms`,
+    kind: 'stream',
+    script: 'library.mjs',
+    cfg: { variant: 'each', retry: RETRY_POLICY, failEvery: FAIL_EVERY },
+    baseline: 'lib-retry-off',
+    workloads: ['retries'],
   },
   {
     name: 'lib-batch',
@@ -160,17 +202,36 @@ const ALL_CONTENDERS = [
     workloads: ['drain', 'latency'].concat(FULL ? ['memory'] : []),
   },
 ];
+// A/B of ioredis releases in one run: BENCH_RAW_VARIANTS=v5=/tmp/x/node_modules/ioredis,... adds
+// the raw loop on that ioredis as 'raw@v5' (drain); 'lib@v5' is then compared with it.
+const rawTags = new Set();
+for (const spec of (env.BENCH_RAW_VARIANTS ?? '').split(',').filter(Boolean)) {
+  const [tag, path] = spec.split('=');
+  rawTags.add(tag);
+  ALL_CONTENDERS.splice(1, 0, {
+    name: `raw@${tag}`,
+    label: `raw ioredis loop, ioredis ${packageVersion(resolve(path)) ?? '?'} ('${tag}')`,
+    kind: 'stream',
+    script: 'raw.mjs',
+    cfg: { ioredis: resolve(path) },
+    workloads: ['drain'],
+  });
+}
 // A/B of library builds in one run: BENCH_LIB_VARIANTS=patched=/tmp/x/dist/index.js,... adds a
-// per-entry contender 'lib@patched' per build (drain, latency, memory).
+// per-entry contender 'lib@patched' per build (drain, latency, memory; and, no failures under the
+// build's default policy, retries).
 for (const spec of (env.BENCH_LIB_VARIANTS ?? '').split(',').filter(Boolean)) {
   const [tag, path] = spec.split('=');
-  ALL_CONTENDERS.splice(2, 0, {
+  const io = ioredisVersionOf(resolve(path));
+  ALL_CONTENDERS.splice(ALL_CONTENDERS.findIndex((c) => c.name === 'lib') + 1, 0, {
     name: `lib@${tag}`,
-    label: `echo-stream per-entry, build '${tag}'`,
+    label: `echo-stream per-entry, build '${tag}'${io ? ` (ioredis ${io})` : ''}`,
     kind: 'stream',
     script: 'library.mjs',
     cfg: { variant: 'each', lib: resolve(path) },
-    workloads: ['drain', 'latency', 'memory'],
+    ...(rawTags.has(tag) ? { baseline: `raw@${tag}` } : {}),
+    ioredis: io,
+    workloads: ['drain', 'latency', 'memory', 'retries'],
   });
 }
 const only = env.BENCH_ONLY ? env.BENCH_ONLY.split(',') : null;
@@ -178,6 +239,25 @@ const CONTENDERS = ALL_CONTENDERS.filter((c) => !only || c.name === 'raw' || onl
 
 const log = (...args) => console.error(...args);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** The version in `<dir>/package.json`, or null. */
+function packageVersion(dir) {
+  try {
+    return JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).version;
+  } catch {
+    return null;
+  }
+}
+
+/** The ioredis a library build at `indexJs` loads (node's resolution from its folder), or null. */
+function ioredisVersionOf(indexJs) {
+  try {
+    const req = createRequire(indexJs);
+    return packageVersion(dirname(req.resolve('ioredis/package.json')));
+  } catch {
+    return null;
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // child processes
@@ -335,6 +415,10 @@ function gates(c, res, expected, left) {
   if (res.errors) reasons.push(`${res.errors} errors`);
   if (left && left.pending !== 0) reasons.push(`${left.pending} left pending`);
   if (left && left.deadLetters) reasons.push('dead letters written');
+  // the retry workload: every planned failure came back exactly once, as a retry
+  const r = res.retry;
+  if (r && (r.failed !== r.retried || r.totalRetries !== r.failed))
+    reasons.push(`${r.failed} failures, ${r.retried} second attempts, ${r.totalRetries} retries`);
   return reasons;
 }
 
@@ -406,6 +490,7 @@ async function drain(c, redis, { n, mode, round }) {
     loopStates: res.loopStates,
   };
   if (mode === 'memory') out.memory = res.mem;
+  if (res.retry) out.retry = res.retry;
   return out;
 }
 
@@ -546,7 +631,56 @@ function summarizeDrain(results) {
       s.ratioToBaseline = {
         baseline: c.baseline,
         ratio: s.rate.median / by[c.baseline].rate.median,
+        perRound: pairedRatios(results, c.name, c.baseline),
       };
+  }
+  return by;
+}
+
+/**
+ * rate(a) / rate(b) of each round both ran in (neighbours in time, so less disturbed by a load
+ * that comes and goes than the ratio of medians): median, min, max and the ratios themselves.
+ */
+function pairedRatios(results, a, b) {
+  const rounds = new Map();
+  for (const r of results) {
+    if (!r.valid || !r.rate) continue;
+    if (r.contender === a) (rounds.get(r.round) ?? rounds.set(r.round, {}).get(r.round)).a = r.rate;
+    if (r.contender === b) (rounds.get(r.round) ?? rounds.set(r.round, {}).get(r.round)).b = r.rate;
+  }
+  const ratios = [...rounds.values()].filter((x) => x.a && x.b).map((x) => x.a / x.b);
+  if (ratios.length === 0) return null;
+  return { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios), ratios };
+}
+
+/** The retry workload: the drain figures of each contender plus its retry timing (SPEC §9). */
+function summarizeRetries(results) {
+  const by = summarizeDrain(results);
+  for (const [name, s] of Object.entries(by)) {
+    delete s.ratioToRaw; // raw does not run this workload
+    const runs = results.filter((r) => r.contender === name && r.retry);
+    if (runs.length === 0) continue;
+    const late = runs.map((r) => r.retry.lateMs).filter(Boolean);
+    s.retry = {
+      plannedMs: runs[0].retry.plannedMs,
+      failed: spread(
+        runs.map((r) => r.retry),
+        'failed',
+      ),
+      lateMs: Object.fromEntries(['p50', 'p99', 'max'].map((k) => [k, spread(late, k)])),
+    };
+  }
+  // the default policy with no failures, against retry: false and against other builds
+  const ref = by['lib-retry-off'];
+  for (const c of CONTENDERS) {
+    const s = by[c.name];
+    if (!s || s.ratioToBaseline || !ref?.valid || !s.valid || c.name === 'lib-retry-off') continue;
+    if (c.name !== 'lib' && !c.name.startsWith('lib@')) continue;
+    s.ratioToBaseline = {
+      baseline: 'lib-retry-off',
+      ratio: s.rate.median / ref.rate.median,
+      perRound: pairedRatios(results, c.name, 'lib-retry-off'),
+    };
   }
   return by;
 }
@@ -616,8 +750,14 @@ function machineInfo(redisVersion) {
   };
 }
 
+/** `0.98x lib`, with the per-round ratios' median [min-max] when there were several rounds. */
+function baselineCell({ ratio, baseline, perRound }) {
+  if (!perRound || perRound.ratios.length < 2) return `${fmtSig(ratio)}x ${baseline}`;
+  return `${fmtSig(ratio)}x ${baseline}; per round ${fmtSig(perRound.median)}x [${fmtSig(perRound.min)}-${fmtSig(perRound.max)}]`;
+}
+
 function markdown(report) {
-  const { machine, config, drain, latency, idle, memory, targets } = report;
+  const { machine, config, drain, latency, idle, memory, targets, retries } = report;
   const pctCell = (x) =>
     x === null || x === undefined || Number.isNaN(x) ? '-' : `${(x * 100).toFixed(0)}%`;
   const L = [];
@@ -656,9 +796,7 @@ function markdown(report) {
         continue;
       }
       const ratio = s.ratioToRaw == null ? '-' : `${fmtSig(s.ratioToRaw)}x`;
-      const extra = s.ratioToBaseline
-        ? ` (${fmtSig(s.ratioToBaseline.ratio)}x ${s.ratioToBaseline.baseline})`
-        : '';
+      const extra = s.ratioToBaseline ? ` (${baselineCell(s.ratioToBaseline)})` : '';
       L.push(
         `| ${c.label} | ${fmt(s.n)} | ${fmt(s.rate.median)} | ${fmt(s.rate.min)} | ${fmt(s.rate.max)} | ${ratio}${extra} | ${fmtSig(s.commandsPerEntry.median)} | ${fmtSig(s.cpuPer100k.median)} |`,
       );
@@ -666,6 +804,37 @@ function markdown(report) {
     L.push('');
     L.push(
       'Redis cmds/entry: INFO commandstats delta over the run / N (BullMQ: includes the commands its Lua scripts run). CPU: user+sys of the consumer process over the drain window.',
+    );
+  }
+  if (retries) {
+    L.push('');
+    L.push(
+      `## Retries: drains of pre-filled entries, no failures (default retry policy, and \`retry: false\`), and ${100 / FAIL_EVERY}% failing their first attempt (\`retry: { type: '${RETRY_POLICY.type}', initialMs: ${RETRY_POLICY.initialMs} }\`)`,
+    );
+    L.push('');
+    L.push(
+      '| contender | N | entries/s median | min | max | ratio | retries | retry timing error p50 ms | p99 ms | max ms | Redis cmds/entry | CPU s/100k |',
+    );
+    L.push('|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|');
+    for (const c of report.contenders) {
+      const s = retries[c.name];
+      if (!s) continue;
+      if (!s.valid) {
+        L.push(`| ${c.label} | ${fmt(s.n)} | INVALID: ${s.invalid.join('; ')} | | | | | | | | | |`);
+        continue;
+      }
+      const cell = (x) =>
+        x
+          ? `${fmtSig(x.median)}${config.rounds > 1 ? ` [${fmtSig(x.min)}-${fmtSig(x.max)}]` : ''}`
+          : '-';
+      const r = s.retry;
+      L.push(
+        `| ${c.label} | ${fmt(s.n)} | ${fmt(s.rate.median)} | ${fmt(s.rate.min)} | ${fmt(s.rate.max)} | ${s.ratioToBaseline ? baselineCell(s.ratioToBaseline) : '-'} | ${r ? fmt(r.failed.median) : '-'} | ${cell(r?.lateMs.p50)} | ${cell(r?.lateMs.p99)} | ${cell(r?.lateMs.max)} | ${fmtSig(s.commandsPerEntry.median)} | ${fmtSig(s.cpuPer100k.median)} |`,
+      );
+    }
+    L.push('');
+    L.push(
+      `Retry timing error: start of attempt 2 minus the failure of attempt 1 minus the planned delay (${RETRY_POLICY.initialMs} ms), per round over every retried entry; median [min-max] over rounds. Ratio: rate / rate of the named contender (per round: the same round's runs).`,
     );
   }
   if (latency) {
@@ -764,6 +933,30 @@ function targetsOf(report) {
         status: status(rb == null ? false : rb >= 10),
       });
   }
+  const rt = report.retries;
+  if (rt?.lib) {
+    // other builds on the same ioredis (a build on another ioredis measures that, not issue 11)
+    const sameIoredis = (k) =>
+      ALL_CONTENDERS.find((c) => c.name === k)?.ioredis === report.machine.ioredis;
+    const cmp = [
+      ['lib-retry-off', 'retry: false'],
+      ...Object.keys(rt)
+        .filter((k) => k.startsWith('lib@') && sameIoredis(k))
+        .map((k) => [k, `build '${k.slice(4)}'`]),
+    ];
+    for (const [other, what] of cmp) {
+      if (!rt[other]) continue;
+      const pr =
+        rt.lib.valid && rt[other].valid ? pairedRatios(report.runs.retries, 'lib', other) : null;
+      out.push({
+        target: `issue 11: no-failure drain, default retry policy / ${what} >= 0.95`,
+        measured: pr
+          ? `${fmtSig(pr.median)}x${pr.ratios.length > 1 ? ` [${fmtSig(pr.min)}-${fmtSig(pr.max)}] over ${pr.ratios.length} rounds` : ''}`
+          : 'INVALID',
+        status: status(pr ? pr.median >= 0.95 : false),
+      });
+    }
+  }
   const l = report.latency?.['lib@1000'];
   if (l) {
     const p99 = l.valid ? l.latencyMs.p99.median : null;
@@ -842,7 +1035,7 @@ async function main() {
         batchSize: 100,
       },
       contenders: CONTENDERS.map(({ name, label }) => ({ name, label })),
-      runs: { drain: [], latency: [], idle: [], memory: [] },
+      runs: { drain: [], latency: [], idle: [], memory: [], retries: [] },
     };
     log(
       `bench: redis-server ${redisVersion} on ${redis.url}; N=${N} (slow contenders ${SLOW_N}), ${ROUNDS} round(s)`,
@@ -862,6 +1055,22 @@ async function main() {
         }
       }
       report.drain = summarizeDrain(report.runs.drain);
+    }
+    if (WORKLOADS.includes('retries')) {
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const c of rotated(
+          CONTENDERS.filter((x) => x.workloads.includes('retries')),
+          round,
+        )) {
+          const r = await drain(c, redis, { n: N, mode: 'drain', round });
+          report.runs.retries.push(r);
+          const late = r.retry?.lateMs;
+          log(
+            `  retries r${round} ${c.name.padEnd(13)} ${r.valid ? `${fmt(r.rate).padStart(9)} entries/s${late ? `  ${r.retry.failed} retries, late p50 ${fmtSig(late.p50)} p99 ${fmtSig(late.p99)} max ${fmtSig(late.max)} ms` : ''}` : `INVALID ${r.invalid.join('; ')}`}`,
+          );
+        }
+      }
+      report.retries = summarizeRetries(report.runs.retries);
     }
     if (WORKLOADS.includes('latency')) {
       for (let round = 0; round < ROUNDS; round++) {
@@ -924,7 +1133,12 @@ async function main() {
         log,
       });
     }
-    const noise = [...report.runs.drain, ...report.runs.latency, ...report.runs.memory]
+    const noise = [
+      ...report.runs.drain,
+      ...report.runs.latency,
+      ...report.runs.memory,
+      ...report.runs.retries,
+    ]
       .map((r) => r.foreignCpu)
       .filter((x) => typeof x === 'number');
     if (noise.length)
@@ -948,6 +1162,7 @@ async function main() {
     );
     const invalid = [
       ...Object.values(report.drain ?? {}),
+      ...Object.values(report.retries ?? {}),
       ...Object.values(report.latency ?? {}),
       ...(report.idle ?? []),
       ...(report.memory ?? []),
@@ -962,7 +1177,12 @@ async function main() {
 /** `node bench/run.mjs --render [results.json]`: re-renders the markdown of a finished run. */
 function render(file) {
   const report = JSON.parse(readFileSync(file, 'utf8'));
-  const noise = [...report.runs.drain, ...report.runs.latency, ...report.runs.memory]
+  const noise = [
+    ...report.runs.drain,
+    ...report.runs.latency,
+    ...report.runs.memory,
+    ...(report.runs.retries ?? []),
+  ]
     .map((r) => r.foreignCpu)
     .filter((x) => typeof x === 'number');
   for (const s of Object.values(report.latency ?? {})) {

@@ -3,12 +3,16 @@
 // (batch: true, acks the whole read), 'c16' (concurrency: 16, 1 ms async handler), 'nest' (the
 // per-entry handler with one interceptor and a ValidationPipe-checked DTO through @Payload: the
 // Nest pipeline of SPEC §10; needs class-validator and class-transformer, dev dependencies).
+// Besides: cfg.retry (the handler's `retry` option), cfg.failEvery (the retry workload: every
+// failEvery-th entry fails its first attempt, see ../lib/retry-probe.mjs), cfg.protocol (2 or 3:
+// the module's connections speak that RESP version; default: the client's own default).
 // The library is loaded from dist/index.js (npm run build), or from BENCH_LIB (another build).
 import 'reflect-metadata';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cfg, done, fail, next, send, Sink, sleep, sleep1 } from '../lib/child.mjs';
+import { FailOnce } from '../lib/retry-probe.mjs';
 
 const require = createRequire(import.meta.url);
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -25,13 +29,22 @@ async function main() {
   const variant = cfg.variant ?? 'each';
   const options =
     variant === 'batch' ? { batch: true } : variant === 'c16' ? { concurrency: 16 } : {};
+  if (cfg.retry !== undefined) options.retry = cfg.retry;
+  const probe = cfg.failEvery
+    ? new FailOnce({ n: cfg.n, failEvery: cfg.failEvery, policy: cfg.retry })
+    : null;
 
   class BenchHandler {
     handle(message) {
       sink.onPayload(message.payload);
     }
   }
-  if (variant === 'batch') {
+  if (probe) {
+    BenchHandler.prototype.handle = function handle(message) {
+      probe.check(message.payload.seq, message.attempts);
+      sink.onPayload(message.payload);
+    };
+  } else if (variant === 'batch') {
     BenchHandler.prototype.handle = function handle(messages) {
       for (let i = 0; i < messages.length; i++) sink.onPayload(messages[i].payload);
       return messages;
@@ -52,7 +65,9 @@ async function main() {
 
   class AppModule {}
   Module({
-    imports: [EchoStreamModule.forRoot({ connection: cfg.url, consumerName: 'bench-lib' })],
+    imports: [
+      EchoStreamModule.forRoot({ connection: connectionOf(cfg), consumerName: 'bench-lib' }),
+    ],
     providers: [BenchHandler],
   })(AppModule);
 
@@ -75,7 +90,22 @@ async function main() {
   await sink.finished;
   const before = loops();
   await app.close();
-  return done({ ...sink.result(), errors: before.errors, loopStates: before.states });
+  if (!probe) return done({ ...sink.result(), errors: before.errors, loopStates: before.states });
+  // the planned failures are handler errors too: only the others count as errors
+  const retry = { ...probe.result(), totalRetries: before.retries };
+  return done({
+    ...sink.result(),
+    errors: before.errors - retry.failed,
+    loopStates: before.states,
+    retry,
+  });
+}
+
+/** The module's `connection`: the URL, or its host and port with a forced RESP version. */
+function connectionOf({ url, protocol }) {
+  if (!protocol) return url;
+  const { hostname, port } = new URL(url);
+  return { host: hostname, port: Number(port), protocol };
 }
 
 /**
@@ -130,13 +160,15 @@ function loopCounters(app, ConsumerStats) {
   return () => {
     const snaps = read();
     let errors = 0;
+    let retries = 0;
     const states = [];
     for (const s of snaps) {
       errors += (s.totalErrors ?? 0) + (s.totalDlq ?? 0) + (s.state === 'running' ? 0 : 1);
+      retries += s.totalRetries ?? 0;
       states.push(s.state);
     }
     if (snaps.length === 0) errors++; // no loop at all is an error
-    return { errors, states };
+    return { errors, states, retries };
   };
 }
 

@@ -1,14 +1,21 @@
 // The practical limit: a minimal hand-written ioredis consumer loop.
 // XREADGROUP COUNT 100 BLOCK 5000, JSON.parse of the `data` field, one XACK per batch (awaited).
 // cfg.concurrency > 1 with cfg.handler 'sleep1' is the same loop with N handlers at once.
-import { Redis } from 'ioredis';
+// cfg.ioredis: the ioredis package directory to load (an A/B of ioredis releases; default: the
+// project's); cfg.protocol: 2 or 3 (RESP version; default: the client's own).
+import { createRequire } from 'node:module';
 import { cfg, done, fail, next, send, Sink, sleep, sleep1 } from '../lib/child.mjs';
+
+const { Redis } = createRequire(import.meta.url)(cfg.ioredis ?? 'ioredis');
 
 const COUNT = 100;
 const BLOCK_MS = 5000;
 
 async function main() {
-  const redis = new Redis(cfg.url, { enableAutoPipelining: false });
+  const redis = new Redis(cfg.url, {
+    enableAutoPipelining: false,
+    ...(cfg.protocol ? { protocol: cfg.protocol } : {}),
+  });
   const sink = new Sink(cfg);
   const { stream, group } = cfg;
   const consumer = 'bench-raw';
@@ -40,7 +47,7 @@ async function main() {
           stream,
           '>',
         );
-      } catch (err) {
+      } catch {
         parked = false;
         if (stopping) break;
         errors++;

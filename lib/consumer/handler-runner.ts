@@ -11,10 +11,12 @@ export interface HeldBatch {
   touchedAt: number;
 }
 
-/** The batch in a handler: what started and what settled ok, so a timed-out stop can settle it. */
+/** The batch in a handler: what started and how each settled, so a timed-out stop can settle it. */
 export interface HandlingBatch extends HeldBatch {
   started: Set<string>;
   ok: string[];
+  /** Per-entry mode: entries whose handler threw, in the order they failed. */
+  failed: FailedEntry[];
 }
 
 /** Verdicts of one handled batch. */
@@ -80,7 +82,6 @@ export class HandlerRunner {
     const call = (message: StreamMessage<unknown>): unknown => handler.call(message);
     let next = 0;
     let rejected: RejectedEntry[] | undefined;
-    const failed: FailedEntry[] = [];
     const work = async (): Promise<void> => {
       while (next < messages.length && !this.isStopping()) {
         const message = messages[next++];
@@ -99,7 +100,12 @@ export class HandlerRunner {
             });
           else {
             this.entryFailed(err, message);
-            failed.push({ message, error: err, claimedAt: held.touchedAt, failedAt: this.now() });
+            held.failed.push({
+              message,
+              error: err,
+              claimedAt: held.touchedAt,
+              failedAt: this.now(),
+            });
           }
         }
         held.unsettled.delete(message.entryId);
@@ -111,7 +117,7 @@ export class HandlerRunner {
     return {
       ok: held.ok.splice(0),
       unstarted: messages.slice(next).map((m) => m.entryId),
-      failed,
+      failed: held.failed.splice(0),
       rejected,
     };
   }

@@ -229,10 +229,18 @@ export class StreamConsumer {
       }
       await this.releaseReadAhead();
       await this.flushAcks();
-      await this.releaseRetries();
     } catch (err) {
       this.logger.error(
         `${this.where}: acks at shutdown failed: ${errorText(err)}; entries stay pending`,
+      );
+    }
+    try {
+      // on its own: a failed ack must not keep the waiting retries from peers until minIdleMs
+      await this.releaseRetries();
+    } catch (err) {
+      this.logger.error(
+        `${this.where}: releasing waiting retries at shutdown failed: ${errorText(err)}; ` +
+          `they stay pending and are reclaimed after minIdleMs`,
       );
     } finally {
       this.stopHeartbeat();
@@ -642,6 +650,7 @@ export class StreamConsumer {
       touchedAt: this.now(),
       started: new Set(),
       ok: [],
+      failed: [],
     };
     this.held = held;
     this.heldCounts = counts;
@@ -747,8 +756,9 @@ export class StreamConsumer {
 
   /**
    * `stop()` gave up waiting for a handler: acks what settled (the pending acks and the entries of
-   * the batch in hand that finished) and releases the entries never started, as a stop that did not
-   * time out would. Returns the entries still in a handler: they stay pending.
+   * the batch in hand that finished), releases the entries never started and the retries that wait
+   * (with the failures of the batch in hand: they wait like any other), as a stop that did not time
+   * out would. Returns the entries still in a handler: they stay pending.
    */
   private async settleAbandoned(): Promise<string[]> {
     const held = this.held;
@@ -765,6 +775,17 @@ export class StreamConsumer {
     } catch (err) {
       this.logger.error(
         `${this.where}: settling at shutdown failed: ${errorText(err)}; entries stay pending`,
+      );
+    }
+    // the loop never routes this batch's failures now; final ones (no dead-letter work starts
+    // once stopping) stay pending for whoever takes them over after minIdleMs
+    if (held) this.retries.route(held.failed.splice(0));
+    try {
+      await this.releaseRetries();
+    } catch (err) {
+      this.logger.error(
+        `${this.where}: releasing waiting retries at shutdown failed: ${errorText(err)}; ` +
+          `they stay pending and are reclaimed after minIdleMs`,
       );
     }
     return unsettled.filter((id) => held?.started.has(id));

@@ -6,25 +6,36 @@
  * - `app.close()` in the middle of a batch of dead letters with a slow `@DeadLetter` method: no
  *   dead-letter work starts once stopping, each letter whose method completed is acked before
  *   the connection closes, a restart copies nothing twice, and a method that outlives
- *   `shutdownTimeoutMs` is named in the warning.
+ *   `shutdownTimeoutMs` is named in the warning;
+ * - `app.close()` while a handler outlives `shutdownTimeoutMs` and other entries wait for their
+ *   retry (issue 11): the waiting retries are released to peers all the same, due ones with an
+ *   idle time of `minIdleMs` (a peer's next sweep takes them) and their delivery counts kept (the
+ *   failed attempt was a real delivery: the peer's attempt is 2).
  */
 import 'reflect-metadata';
 import { Injectable, Module, type INestApplication } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import { DeadLetter, EchoStreamAdmin, StreamHandler, type DeadLetterMessage } from '../../lib';
+import {
+  ConsumerStats,
+  DeadLetter,
+  EchoStreamAdmin,
+  StreamHandler,
+  type DeadLetterMessage,
+  type StreamMessage,
+} from '../../lib';
 import { RedisServer } from '../support/redis-server';
 import { sleep, waitFor } from '../support/wait-for';
-import {
-  pendingCount,
-  startLoop,
-  stopLoopsAndServersAfterEach,
-} from './support/in-process-loop';
+import { pendingCount, startLoop, stopLoopsAndServersAfterEach } from './support/in-process-loop';
 import { CaptureLogger, createEchoStreamApp } from './support/nest-app';
 
 stopLoopsAndServersAfterEach();
 
 const RACE_STREAM = `race-stop-${process.pid}`;
 const LETTERS_STREAM = `race-letters-${process.pid}`;
+const RETRIES_STREAM = `race-retries-${process.pid}`;
+/** The retry handler's crash detection: long, so only a release can bring an entry back soon. */
+const RETRIES_MIN_IDLE_MS = 20_000;
+const RETRY_DELAY_MS = 400;
 
 /** What the handlers of this file did, with times. */
 const probe = {
@@ -67,6 +78,32 @@ class SlowDeadLetters {
 @Module({ providers: [SlowHandler, SlowDeadLetters] })
 class RaceModule {}
 
+/** What the retry handler saw, and the gate its 'hang' entry waits on. */
+const retryProbe = {
+  calls: [] as Array<{ id: string; entryId: string; consumer: string; attempts: number }>,
+  unhang: (): void => undefined,
+};
+
+@Injectable()
+class RetriesAndAHang {
+  /** 'hang' ignores the abort signal until the test lets it go; every other entry fails once. */
+  @StreamHandler(RETRIES_STREAM, 'g', {
+    blockMs: 200,
+    minIdleMs: RETRIES_MIN_IDLE_MS,
+    claimIntervalMs: 50,
+    retry: { type: 'fixed', delayMs: RETRY_DELAY_MS },
+  })
+  async handle(m: StreamMessage<unknown>): Promise<void> {
+    const { id, entryId, consumer, attempts } = m;
+    retryProbe.calls.push({ id, entryId, consumer, attempts });
+    if (id === 'hang') await new Promise<void>((resolve) => (retryProbe.unhang = resolve));
+    else if (attempts === 1) throw new Error('the first attempt fails');
+  }
+}
+
+@Module({ providers: [RetriesAndAHang] })
+class RetriesModule {}
+
 async function boot(
   url: string,
   shutdownTimeoutMs: number,
@@ -75,6 +112,20 @@ async function boot(
   const app = await createEchoStreamApp(
     { connection: url, consumerName: 'race-1', shutdownTimeoutMs },
     RaceModule,
+    logs,
+  );
+  await app.init();
+  return { app, logs };
+}
+
+async function bootRetries(
+  url: string,
+  consumerName: string,
+): Promise<{ app: INestApplication; logs: CaptureLogger }> {
+  const logs = new CaptureLogger();
+  const app = await createEchoStreamApp(
+    { connection: url, consumerName, shutdownTimeoutMs: 800 },
+    RetriesModule,
     logs,
   );
   await app.init();
@@ -197,4 +248,84 @@ describe('app.close() in the middle of a batch of dead letters', () => {
     await sleep(probe.letterMs);
     expect(probe.letterStarted).toHaveLength(1);
   });
+});
+
+describe('app.close() while a handler outlives shutdownTimeoutMs and retries wait', () => {
+  it.each([
+    ['waiting in the retry scheduler (failed in an earlier read)', false],
+    ['failed earlier in the batch the hung handler is in', true],
+  ])(
+    'retries %s are released to peers: idle >= minIdleMs, delivery count kept, a peer handles them at once',
+    async (_, sameBatch) => {
+      retryProbe.calls = [];
+      const server = await RedisServer.start();
+      const redis = server.client();
+      const first = await bootRetries(server.url, 'first');
+      const publish = async (ids: string[]): Promise<string[]> => {
+        const multi = redis.multi(); // one read takes them all
+        for (const id of ids) multi.xadd(RETRIES_STREAM, '*', 'id', id, 'data', '{}');
+        return ((await multi.exec()) ?? []).map(([, entryId]) => String(entryId));
+      };
+      const failing = ['f0', 'f1', 'f2'];
+      let failingIds: string[];
+      let hangId: string;
+      if (sameBatch) {
+        // one read: f0..f2 fail (their retries are scheduled only once the batch is through),
+        // then 'hang' hangs
+        const ids = await publish([...failing, 'hang']);
+        failingIds = ids.slice(0, 3);
+        hangId = ids[3];
+      } else {
+        failingIds = await publish(failing);
+        const stats = first.app.get(ConsumerStats);
+        await waitFor(() => stats.get(RETRIES_STREAM, 'g')?.retrying === 3, {
+          message: 'three retries wait',
+        });
+        [hangId] = await publish(['hang']);
+      }
+      await waitFor(() => retryProbe.calls.some((c) => c.id === 'hang'), {
+        message: 'the hang started',
+      });
+
+      await first.app.close(); // gives up on 'hang' after 800 ms
+      expect(first.logs.has(new RegExp(`still running after 800 ms \\(entries ${hangId}\\)`))).toBe(
+        true,
+      );
+      expect(first.logs.has(/released 3 waiting retries to peers/)).toBe(true);
+      const rows = (await redis.xpending(RETRIES_STREAM, 'g', '-', '+', 10)) as Array<
+        [string, string, number, number]
+      >;
+      const byId = new Map(
+        rows.map(([entryId, owner, idle, deliveries]) => [entryId, { owner, idle, deliveries }]),
+      );
+      // due by now (400 ms after their failure): a peer's sweep (idle >= minIdleMs) may take them
+      for (const entryId of failingIds) {
+        expect(byId.get(entryId)).toEqual({
+          owner: 'first',
+          idle: expect.any(Number),
+          deliveries: 1, // kept: not reset to 0 as for an entry that never reached a handler
+        });
+        expect(byId.get(entryId)!.idle).toBeGreaterThanOrEqual(RETRIES_MIN_IDLE_MS);
+      }
+      expect(byId.get(hangId)).toMatchObject({ owner: 'first', deliveries: 1 }); // still in its handler
+
+      // a peer takes them on its first sweep, long before minIdleMs would have freed them
+      const peerStartedAt = Date.now();
+      const peer = await bootRetries(server.url, 'peer');
+      await waitFor(() => retryProbe.calls.filter((c) => c.consumer === 'peer').length === 3, {
+        timeoutMs: 5000,
+        message: 'the peer handles the three retries',
+      });
+      expect(Date.now() - peerStartedAt).toBeLessThan(RETRIES_MIN_IDLE_MS / 2);
+      const byPeer = retryProbe.calls.filter((c) => c.consumer === 'peer');
+      expect(byPeer.map((c) => [c.entryId, c.attempts]).sort()).toEqual(
+        failingIds.map((entryId) => [entryId, 2]).sort(),
+      );
+      await waitFor(async () => (await pendingIds(redis, RETRIES_STREAM)).join() === hangId, {
+        message: 'only the hung entry stays pending',
+      });
+      retryProbe.unhang();
+      await peer.app.close();
+    },
+  );
 });

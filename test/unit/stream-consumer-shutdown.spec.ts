@@ -61,4 +61,62 @@ describe('stop() past shutdownTimeoutMs', () => {
     expect(fake.calls.slice(calls).map((c) => c.method)).toEqual([]);
     expect(logger.has(/acks at shutdown failed/)).toBe(false);
   });
+
+  it('releases the retries that wait (and the failures of the batch in hand) with their delivery counts', async () => {
+    const fake = new FakeStreamsClient();
+    const [early, late, inBatch, stuckId, unstarted] = fake.seedJson(S, 5);
+    const logger = new MemoryLogger();
+    const seen: string[] = [];
+    let release: () => void = () => undefined;
+    const stuck = new Promise<void>((resolve) => (release = resolve));
+    const consumer = new StreamConsumer({
+      stream: S,
+      group: G,
+      consumer: 'c1',
+      handlerName: 'Unit.handle',
+      options: resolveHandlerOptions(
+        S,
+        'unit',
+        {},
+        { blockMs: 50, minIdleMs: 5000, retry: { type: 'fixed', delayMs: 150 }, batchSize: 2 },
+      ),
+      client: fake,
+      handler: {
+        batch: false,
+        call: async (m: StreamMessage<unknown>) => {
+          seen.push(m.entryId);
+          if (m.entryId === stuckId) await stuck;
+          else throw new Error(`fails ${m.attempts}`);
+        },
+      },
+      deadLetters: { handlerCount: 0, deliver: async () => undefined },
+      logger,
+    });
+    consumer.start();
+    // reads of 2: [early, late] fail and wait in the scheduler; in [inBatch, stuck] the first
+    // fails and the second hangs; [unstarted] was read ahead
+    await waitFor(() => seen.includes(stuckId), { timeoutMs: 2000 });
+    expect(seen).toEqual([early, late, inBatch, stuckId]);
+
+    await consumer.stop(300); // the retries are due by then (150 ms after their failure)
+    const released = fake.callsOf('release').map((c) => c.args);
+    // the retries: idle minIdleMs and no counts (they stay as they are); the read-ahead one: 0
+    expect(released).toContainEqual([
+      S,
+      G,
+      'c1',
+      expect.arrayContaining([early, late, inBatch]),
+      5000,
+    ]);
+    expect(released).toContainEqual([S, G, 'c1', [unstarted], 5000, [0]]);
+    const pel = fake.pel(S, G);
+    for (const id of [early, late, inBatch]) {
+      expect(pel.get(id)).toMatchObject({ consumer: 'c1', deliveries: 1 });
+      expect(pel.get(id)!.idleMs).toBeGreaterThanOrEqual(5000);
+    }
+    expect(pel.get(stuckId)!.idleMs).toBeLessThan(5000); // still in its handler
+    expect(logger.has(/released 3 waiting retries to peers/)).toBe(true);
+    expect(consumer.snapshot()).toMatchObject({ state: 'stopped', retrying: 0, totalRetries: 3 });
+    release();
+  });
 });
