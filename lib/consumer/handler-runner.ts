@@ -13,6 +13,11 @@ export interface HeldBatch {
 
 /** The batch in a handler: what started and how each settled, so a timed-out stop can settle it. */
 export interface HandlingBatch extends HeldBatch {
+  /**
+   * Every entry of the batch: all stay ours until the batch is settled (acked, retried or
+   * dead-lettered after it), so the heartbeat keeps all of them claimed, not only the unsettled.
+   */
+  readonly ids: readonly string[];
   started: Set<string>;
   ok: string[];
   /** Per-entry mode: entries whose handler threw, in the order they failed. */

@@ -645,8 +645,10 @@ export class StreamConsumer {
     messages: StreamMessage<unknown>[],
     counts: ReadonlyMap<string, number> | null,
   ): Promise<HandleOutcome> {
+    const ids = messages.map((m) => m.entryId);
     const held: HandlingBatch = {
-      unsettled: new Set(messages.map((m) => m.entryId)),
+      ids,
+      unsettled: new Set(ids),
       touchedAt: this.now(),
       started: new Set(),
       ok: [],
@@ -825,7 +827,8 @@ export class StreamConsumer {
    */
   private async keepClaimed(): Promise<void> {
     await Promise.all([
-      this.touchHeld(this.held),
+      // a handled entry is acked only after its batch: until then a peer must not reclaim it
+      this.touchHeld(this.held, this.held?.ids),
       this.touchHeld(this.dying),
       this.touchHeld(this.ahead),
       this.touchHeld(this.retries.held),
@@ -873,13 +876,16 @@ export class StreamConsumer {
     );
   }
 
-  private async touchHeld(held: HeldBatch | null): Promise<void> {
-    if (!held || held.unsettled.size === 0) return;
+  private async touchHeld(
+    held: HeldBatch | null,
+    ids: readonly string[] | undefined = held ? [...held.unsettled] : undefined,
+  ): Promise<void> {
+    if (!held || !ids || ids.length === 0) return;
     const now = this.now();
     if (now - held.touchedAt < this.options.minIdleMs / 2) return;
     held.touchedAt = now;
     try {
-      await this.config.client.touch(this.stream, this.group, this.consumer, [...held.unsettled]);
+      await this.config.client.touch(this.stream, this.group, this.consumer, ids);
     } catch (err) {
       this.logger.warn(
         `${this.where}: heartbeat failed (${errorText(err)}); retrying on the next tick`,
