@@ -234,17 +234,9 @@ export class StreamConsumer {
         `${this.where}: acks at shutdown failed: ${errorText(err)}; entries stay pending`,
       );
     }
-    try {
-      // on its own: a failed ack must not keep the waiting retries from peers until minIdleMs
-      await this.releaseRetries();
-    } catch (err) {
-      this.logger.error(
-        `${this.where}: releasing waiting retries at shutdown failed: ${errorText(err)}; ` +
-          `they stay pending and are reclaimed after minIdleMs`,
-      );
-    } finally {
-      this.stopHeartbeat();
-    }
+    // on its own (it never throws): a failed ack must not keep the waiting retries from peers
+    await this.releaseRetries();
+    this.stopHeartbeat();
   }
 
   /** One pass: ensure, drain own PEL when needed, sweep when due, then park on a read of new entries. */
@@ -619,11 +611,23 @@ export class StreamConsumer {
   /**
    * At stop: waiting retries go to peers. Each one's idle time is set so that a peer's sweep
    * (idle >= minIdleMs) takes it when it is due, not before (at once when already due; after
-   * minIdleMs at the latest). Idle times are rounded down to buckets: few commands.
+   * minIdleMs at the latest). Idle times are rounded down to buckets: few commands. Never throws:
+   * what it cannot release stays pending and is reclaimed after minIdleMs.
    */
   private async releaseRetries(): Promise<void> {
     const waiting = this.retries.takeAll();
     if (waiting.length === 0) return;
+    try {
+      await this.releaseWaiting(waiting);
+    } catch (err) {
+      this.logger.error(
+        `${this.where}: releasing ${waiting.length} waiting retries at shutdown failed: ` +
+          `${errorText(err)}; they stay pending and are reclaimed after minIdleMs`,
+      );
+    }
+  }
+
+  private async releaseWaiting(waiting: Array<{ entryId: string; dueAt: number }>): Promise<void> {
     const { minIdleMs } = this.options;
     const bucket = Math.max(100, Math.ceil(minIdleMs / 20));
     const now = this.now();
@@ -782,14 +786,7 @@ export class StreamConsumer {
     // the loop never routes this batch's failures now; final ones (no dead-letter work starts
     // once stopping) stay pending for whoever takes them over after minIdleMs
     if (held) this.retries.route(held.failed.splice(0));
-    try {
-      await this.releaseRetries();
-    } catch (err) {
-      this.logger.error(
-        `${this.where}: releasing waiting retries at shutdown failed: ${errorText(err)}; ` +
-          `they stay pending and are reclaimed after minIdleMs`,
-      );
-    }
+    await this.releaseRetries();
     return unsettled.filter((id) => held?.started.has(id));
   }
 
@@ -822,13 +819,16 @@ export class StreamConsumer {
   }
 
   /**
-   * Heartbeat: re-claims entries held longer than `minIdleMs / 2` (in a handler or on the
-   * dead-letter path), so peers do not reclaim live work nor dead-letter an entry a second time.
+   * Heartbeat: re-claims entries held longer than `minIdleMs / 2` (the batch in hand, read ahead,
+   * on the dead-letter path, waiting for a retry), so peers do not reclaim live or finished work
+   * nor dead-letter an entry a second time.
    */
   private async keepClaimed(): Promise<void> {
     await Promise.all([
-      // a handled entry is acked only after its batch: until then a peer must not reclaim it
-      this.touchHeld(this.held, this.held?.ids),
+      // the whole batch in hand until it is settled: an entry whose handler returned waits for the
+      // batch's XACK, one that threw for its retry, one a guard rejected for the dead-letter path;
+      // a peer must take none of them (a duplicate, an early retry)
+      this.touchHeld(this.held, (held) => held.ids),
       this.touchHeld(this.dying),
       this.touchHeld(this.ahead),
       this.touchHeld(this.retries.held),
@@ -876,16 +876,18 @@ export class StreamConsumer {
     );
   }
 
-  private async touchHeld(
-    held: HeldBatch | null,
-    ids: readonly string[] | undefined = held ? [...held.unsettled] : undefined,
+  private async touchHeld<T extends HeldBatch>(
+    held: T | null,
+    ids: (held: T) => readonly string[] = (h) => [...h.unsettled],
   ): Promise<void> {
-    if (!held || !ids || ids.length === 0) return;
+    if (!held) return;
     const now = this.now();
     if (now - held.touchedAt < this.options.minIdleMs / 2) return;
+    const entryIds = ids(held);
+    if (entryIds.length === 0) return;
     held.touchedAt = now;
     try {
-      await this.config.client.touch(this.stream, this.group, this.consumer, ids);
+      await this.config.client.touch(this.stream, this.group, this.consumer, entryIds);
     } catch (err) {
       this.logger.warn(
         `${this.where}: heartbeat failed (${errorText(err)}); retrying on the next tick`,

@@ -236,6 +236,53 @@ describe('peers and minIdleMs', () => {
     expect(await pendingCount(stream, 'g')).toBe(0);
   });
 
+  it('a batch longer than minIdleMs: a peer takes none of its entries, finished or failed, while the consumer lives', async () => {
+    const stream = fresh();
+    const calls: Array<Call & { by: string }> = [];
+    const handle = (by: string) => async (m: StreamMessage<unknown>) => {
+      const call = {
+        id: m.id,
+        entryId: m.entryId,
+        attempts: m.attempts,
+        startedAt: Date.now(),
+        by,
+      };
+      calls.push(call);
+      await sleep(200); // 6 x 200 ms: the batch outlasts minIdleMs (500 ms) twice over
+      if (m.id === 'e0' && m.attempts === 1) {
+        (call as Call).failedAt = Date.now();
+        throw new Error('the first one fails');
+      }
+    };
+    const options = {
+      retry: { type: 'fixed', delayMs: 1500 } as RetryPolicy,
+      minIdleMs: 500,
+      claimIntervalMs: 20,
+    };
+    const a = start({ stream, group: 'g', consumer: 'a', options, handle: handle('a') });
+    // the peer sweeps every 20 ms for entries idle >= 500 ms from the start
+    start({ stream, group: 'g', consumer: 'b', options, handle: handle('b') });
+    await sleep(300); // both parked
+    const pipeline = redis.multi(); // one read: a or b takes all six
+    for (let i = 0; i < 6; i++) pipeline.xadd(stream, '*', 'id', `e${i}`, 'data', '{}');
+    await pipeline.exec();
+    await waitFor(() => calls.some((c) => c.id === 'e0' && c.attempts === 2), {
+      timeoutMs: 6000,
+      message: 'the retry of e0',
+    });
+    await waitFor(async () => (await pendingCount(stream, 'g')) === 0, { message: 'all acked' });
+    // whoever read the batch handled all of it: e0 twice (its retry on time), the rest once
+    const holder = calls[0].by;
+    expect(calls.map((c) => [c.by, c.id, c.attempts])).toEqual([
+      ...[0, 1, 2, 3, 4, 5].map((i) => [holder, `e${i}`, 1]),
+      [holder, 'e0', 2],
+    ]);
+    const waited = calls[6].startedAt - calls[0].failedAt!;
+    expect(waited).toBeGreaterThanOrEqual(1500);
+    expect(waited).toBeLessThanOrEqual(1500 + LATE_MS);
+    expect(a.consumer.snapshot().totalErrors).toBe(holder === 'a' ? 1 : 0);
+  });
+
   it('retry: false keeps the crash path: the entry comes back only after minIdleMs', async () => {
     const stream = fresh();
     const calls: Call[] = [];
