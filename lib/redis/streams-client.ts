@@ -9,8 +9,16 @@ import {
 } from './reply-shapes';
 
 export type { RawEntry } from './reply-shapes';
+export type { ReplicatedWrite } from './replicated-write';
 export { parseEntry } from './reply-shapes';
 import { RATE_BUDGET_SCRIPT, RATE_BUDGET_SHA, rateBudgetKey } from './rate-budget.script';
+import {
+  weakest,
+  writeThenWait,
+  type ReplicatedWrite,
+  type WriteItem,
+  type WritePipeline,
+} from './replicated-write';
 
 /** An ioredis connection: a single node or a cluster. */
 export type RedisConnection = Redis | Cluster;
@@ -64,19 +72,6 @@ export interface RateBudgetGrant {
   granted: number;
   /** Ms until the window of the grant ends (the server's clock). */
   windowLeftMs: number;
-}
-
-/** What `RedisStreamsClient.addReplicated` wrote and what its WAIT answered. */
-export interface ReplicatedWrite {
-  /** The entry ids written, one per item, in order: these entries ARE on the master. */
-  entryIds: string[];
-  /**
-   * Replicas that acknowledged the writes (WAIT's answer); on a Cluster with several slots, the
-   * lowest answer of their pipelines. 0 when WAIT itself failed (`waitError`).
-   */
-  acknowledged: number;
-  /** WAIT's reply error (an ACL without `+wait`, ...), the writes being done. */
-  waitError?: Error;
 }
 
 /** Raised when a command outlives its deadline; the connection was replaced. */
@@ -334,13 +329,10 @@ export class RedisStreamsClient implements StreamsClient {
     id: string,
     blockMs?: number,
   ): Promise<RawEntry[]> {
-    const args: Array<string | number> = ['XREADGROUP', 'GROUP', group, consumer, 'COUNT', count];
-    if (blockMs === undefined) {
-      args.push('STREAMS', stream, id);
-      return parseReadReply(await this.call(args));
-    }
-    args.push('BLOCK', blockMs, 'STREAMS', stream, id);
-    return parseReadReply(await this.parkedCall(args, stream, blockMs));
+    const head: Array<string | number> = ['XREADGROUP', 'GROUP', group, consumer, 'COUNT', count];
+    const tail = ['STREAMS', stream, id];
+    if (blockMs === undefined) return parseReadReply(await this.call([...head, ...tail]));
+    return parseReadReply(await this.parkedCall(head, tail, stream, blockMs));
   }
 
   async readGroups(
@@ -354,26 +346,31 @@ export class RedisStreamsClient implements StreamsClient {
     const head: Array<string | number> = ['XREADGROUP', 'GROUP', group, consumer, 'COUNT', count];
     const tail = ['STREAMS', ...streams, ...streams.map(() => '>')];
     if (blockMs === undefined) return parseReadReplies(await this.call([...head, ...tail]));
-    if (this.control) await this.learnConnectionId(streams[0]);
-    let block = blockMs;
-    if (uninterruptibleMs !== undefined && this.unblockTarget() === undefined)
-      block = Math.min(block, uninterruptibleMs);
     return parseReadReplies(
-      await this.parkedCall([...head, 'BLOCK', block, ...tail], streams[0], block),
+      await this.parkedCall(head, tail, streams[0], blockMs, uninterruptibleMs),
     );
   }
 
-  /** Sends a BLOCKing read (`stream`: one it names, for its Cluster node); `interruptRead` wakes it. */
+  /**
+   * Sends `head BLOCK ms tail`, a read that parks (`stream`: one it names, for its Cluster node);
+   * `interruptRead` wakes it. Where it could not (CLIENT ID refused), it parks at most
+   * `uninterruptibleMs`, when given.
+   */
   private async parkedCall(
-    args: Array<string | number>,
+    head: Array<string | number>,
+    tail: string[],
     stream: string,
     blockMs: number,
+    uninterruptibleMs?: number,
   ): Promise<unknown> {
     if (this.control) await this.learnConnectionId(stream);
+    let block = blockMs;
+    if (uninterruptibleMs !== undefined && this.unblockTarget() === undefined)
+      block = Math.min(block, uninterruptibleMs);
     this.parked = true;
     try {
       // NOTE: the margin covers a slow server; past it the link is taken for half-open.
-      return await this.call(args, blockMs + Math.max(1000, blockMs));
+      return await this.call([...head, 'BLOCK', block, ...tail], block + Math.max(1000, block));
     } finally {
       this.parked = false;
     }
@@ -548,102 +545,53 @@ export class RedisStreamsClient implements StreamsClient {
     return String(await this.call(addArgs(stream, fields, maxLen)));
   }
 
-  async addMany(
-    items: ReadonlyArray<{ stream: string; fields: readonly string[]; maxLen?: number }>,
-  ): Promise<string[]> {
+  async addMany(items: readonly WriteItem[]): Promise<string[]> {
     if (items.length === 0) return [];
     if (!isCluster(this.redis) || items.length === 1) return this.addPipelined(items);
     // A Cluster pipeline must stay within one slot: one pipeline per slot, all in flight at once.
-    const bySlot = groupBySlot(items);
-    if (bySlot.length === 1) return this.addPipelined(items);
-    const ids = new Array<string>(items.length);
-    await Promise.all(
-      bySlot.map(async (indexes) => {
-        const got = await this.addPipelined(indexes.map((i) => items[i]));
-        indexes.forEach((i, j) => (ids[i] = got[j]));
-      }),
-    );
-    return ids;
+    const { entryIds } = await perSlot(items, async (part) => ({
+      entryIds: await this.addPipelined(part),
+    }));
+    return entryIds;
   }
 
-  private async addPipelined(
-    items: ReadonlyArray<{ stream: string; fields: readonly string[]; maxLen?: number }>,
-  ): Promise<string[]> {
+  private async addPipelined(items: readonly WriteItem[]): Promise<string[]> {
     const results = await this.execWrites(items);
-    return results.map(([err, id]) => {
-      if (err) throw this.link.explain(err, 'XADD');
-      return String(id);
-    });
+    return results.map((result) => this.entryId(result));
   }
 
   /**
-   * XADDs followed by `WAIT replicas timeoutMs` as the LAST command of the same pipeline, so the
-   * WAIT counts the replicas that have these very writes (WAIT is per connection and per node).
-   * On a Cluster one pipeline per slot, each ending with its own WAIT on the master of its slot.
-   * A reply error of an XADD rejects as `addMany` does (nothing of that entry was written); the
-   * WAIT's answer (or its reply error) is returned, never thrown: the entries are written by then.
+   * XADDs followed by `WAIT replicas timeoutMs` as the LAST command of the same pipeline
+   * (`writeThenWait`); on a Cluster one pipeline per slot, each ending with its own WAIT on the
+   * master of its slot. An XADD's reply error rejects as `addMany` does; WAIT's answer (or its
+   * reply error) is returned, never thrown: the entries are written by then.
    */
   async addReplicated(
-    items: ReadonlyArray<{ stream: string; fields: readonly string[]; maxLen?: number }>,
+    items: readonly WriteItem[],
     replicas: number,
     timeoutMs: number,
   ): Promise<ReplicatedWrite> {
     if (items.length === 0) return { entryIds: [], acknowledged: replicas };
-    const groups = isCluster(this.redis) ? groupBySlot(items) : [items.map((_, i) => i)];
-    const entryIds = new Array<string>(items.length);
-    const outcomes = await Promise.all(
-      groups.map(async (indexes) => {
-        const got = await this.addThenWait(
-          indexes.map((i) => items[i]),
-          replicas,
-          timeoutMs,
-        );
-        indexes.forEach((i, j) => (entryIds[i] = got.entryIds[j]));
-        return got;
-      }),
-    );
-    // the weakest pipeline is what the call can promise
-    const acknowledged = Math.min(...outcomes.map((o) => o.acknowledged));
-    const waitError = outcomes.find((o) => o.waitError)?.waitError;
-    return waitError ? { entryIds, acknowledged, waitError } : { entryIds, acknowledged };
+    const pipeline: WritePipeline = {
+      exec: (part, tail) => this.execWrites(part, tail),
+      entryId: (result) => this.entryId(result),
+      cluster: isCluster(this.redis) ? this.redis : undefined,
+    };
+    const send = (part: readonly WriteItem[]) => writeThenWait(pipeline, part, replicas, timeoutMs);
+    if (!pipeline.cluster) return send(items);
+    const { entryIds, outcomes } = await perSlot(items, send);
+    return weakest(entryIds, outcomes);
   }
 
-  /** One pipeline (one slot on a Cluster): the XADDs, then WAIT. */
-  private async addThenWait(
-    items: ReadonlyArray<{ stream: string; fields: readonly string[]; maxLen?: number }>,
-    replicas: number,
-    timeoutMs: number,
-  ): Promise<ReplicatedWrite> {
-    for (let attempt = 1; ; attempt++) {
-      const results = await this.execWrites(items, ['WAIT', replicas, timeoutMs]);
-      const waited = results[results.length - 1];
-      const writes = results.slice(0, -1);
-      // NOTE: ioredis re-sends a Cluster pipeline after MOVED only when no write in it
-      // succeeded; the keyless WAIT always answers (on whichever node got the pipeline), so a
-      // pipeline sent on a stale slot map (a failover promoted a replica, a slot moved) comes
-      // back with every XADD MOVED. Nothing was written: learn the new map and send it again.
-      if (
-        isCluster(this.redis) &&
-        attempt < MAX_WAIT_REDIRECTS &&
-        writes.length > 0 &&
-        writes.every(([err]) => isMoved(err))
-      ) {
-        await refreshSlots(this.redis);
-        continue;
-      }
-      const entryIds = writes.map(([err, id]) => {
-        if (err) throw this.link.explain(err, 'XADD');
-        return String(id);
-      });
-      const [waitErr, count] = waited;
-      if (waitErr) return { entryIds, acknowledged: 0, waitError: waitErr };
-      return { entryIds, acknowledged: Number(count) };
-    }
+  /** The entry id of one XADD's [error, reply] in a pipeline; its error, explained, is thrown. */
+  private entryId([err, id]: [Error | null, unknown]): string {
+    if (err) throw this.link.explain(err, 'XADD');
+    return String(id);
   }
 
   /** Sends the XADDs of `items` (and `tail`, if any) as one pipeline; one [error, reply] each. */
   private async execWrites(
-    items: ReadonlyArray<{ stream: string; fields: readonly string[]; maxLen?: number }>,
+    items: readonly WriteItem[],
     tail?: Array<string | number>,
   ): Promise<Array<[Error | null, unknown]>> {
     const pipeline = this.redis.pipeline();
@@ -837,8 +785,15 @@ export function withDeadline<T>(
   });
 }
 
-/** Indexes of `items` grouped by the hash slot of their stream, in first-seen order. */
-function groupBySlot(items: ReadonlyArray<{ stream: string }>): number[][] {
+/**
+ * Sends `items` in one pipeline per hash slot of their streams (a Cluster pipeline must stay
+ * within one slot), all in flight at once; the entry ids come back in item order, with each
+ * pipeline's outcome.
+ */
+async function perSlot<T extends { entryIds: string[] }>(
+  items: readonly WriteItem[],
+  send: (part: WriteItem[]) => Promise<T>,
+): Promise<{ entryIds: string[]; outcomes: T[] }> {
   const bySlot = new Map<number, number[]>();
   items.forEach((item, i) => {
     const slot = keySlot(item.stream);
@@ -846,24 +801,15 @@ function groupBySlot(items: ReadonlyArray<{ stream: string }>): number[][] {
     if (group) group.push(i);
     else bySlot.set(slot, [i]);
   });
-  return [...bySlot.values()];
-}
-
-/** At most this many sends of one WAIT pipeline whose XADDs all come back MOVED. */
-const MAX_WAIT_REDIRECTS = 3;
-
-/**
- * A MOVED reply: the command was not executed, another node serves its slot now. (An ASK, a slot
- * half migrated, is not followed for a WAIT pipeline: it rejects as the reply it is, nothing
- * written; the slot map would not change and the next publish after the migration goes through.)
- */
-function isMoved(err: Error | null): boolean {
-  return err !== null && err.message.startsWith('MOVED ');
-}
-
-/** CLUSTER SLOTS again (ioredis coalesces concurrent refreshes); a failed refresh is not fatal. */
-function refreshSlots(cluster: Cluster): Promise<void> {
-  return new Promise((resolve) => cluster.refreshSlotsCache(() => resolve()));
+  const entryIds = new Array<string>(items.length);
+  const outcomes = await Promise.all(
+    [...bySlot.values()].map(async (indexes) => {
+      const got = await send(indexes.map((i) => items[i]));
+      indexes.forEach((i, j) => (entryIds[i] = got.entryIds[j]));
+      return got;
+    }),
+  );
+  return { entryIds, outcomes };
 }
 
 function addArgs(
