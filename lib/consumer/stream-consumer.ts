@@ -23,6 +23,7 @@ import {
 import { rateLimiterFor, type RateLimiter } from './rate-limiter';
 import { RetryScheduler, type FailedEntry } from './retry-scheduler';
 import { stillRunning } from './shutdown-warning';
+import { SweepPace } from './sweep-pace';
 
 /**
  * One managed consumer loop over one stream and group (SPEC §3): ensure the group, drain the own
@@ -58,11 +59,7 @@ export class StreamConsumer {
   private parked = false;
   private groupKnown = false;
   private needsDrain = true;
-  private nextSweepAt = 0;
-  /** Sweeps done; the first runs at start, the second at a random point of the interval. */
-  private sweeps = 0;
-  /** The last sweep found the group's PEL empty and the loop has read nothing since. */
-  private quiet = false;
+  private readonly pace: SweepPace;
   private streak = 0;
   private pendingAcks: string[] = [];
   private held: HandlingBatch | null = null;
@@ -142,6 +139,12 @@ export class StreamConsumer {
         signal: this.abort.signal,
         now: this.now,
       },
+    );
+    this.pace = new SweepPace(
+      config.options.claimIntervalMs,
+      config.options.minIdleMs,
+      this.now,
+      config.sweepPhase,
     );
     this.reader =
       config.reader ??
@@ -244,7 +247,7 @@ export class StreamConsumer {
     const { client } = this.config;
     // Redis answered a step of this beat before the read (evidence enough to show 'running')
     let answered = false;
-    if (this.readAhead && (!this.groupKnown || this.needsDrain || this.now() >= this.nextSweepAt)) {
+    if (this.readAhead && (!this.groupKnown || this.needsDrain || this.pace.due())) {
       // settle what was read ahead before a PEL drain (it would read those entries again) or a sweep
       const entries = await this.takeReadAhead();
       if (entries.length > 0) await this.process(entries, null);
@@ -262,9 +265,10 @@ export class StreamConsumer {
       this.needsDrain = false;
       answered = true;
     }
-    if (this.now() >= this.nextSweepAt) {
+    if (this.pace.due()) {
       await this.flushAcks();
-      this.nextSweepAt = this.now() + (await this.sweep());
+      const startedAt = this.now();
+      this.pace.swept(await this.sweep(), startedAt);
       answered = true;
     }
     if (this.retries.nextDueAt() <= this.now()) {
@@ -283,7 +287,7 @@ export class StreamConsumer {
     const ackDone = acks.length > 0 ? this.ack(acks) : undefined;
     // the read waits no longer than until the next sweep or the next retry is due (or, rate
     // limited, than its starts stay good); no single park outlasts blockMs
-    const wakeAt = Math.min(this.nextSweepAt, this.retries.nextDueAt());
+    const wakeAt = Math.min(this.pace.nextAt, this.retries.nextDueAt());
     let wait = Math.max(1, wakeAt - this.now());
     if (this.limiter) wait = Math.min(wait, this.limiter.validForMs());
     // recovering: a shared read may wait across rounds; come back after one park, so the read
@@ -347,24 +351,14 @@ export class StreamConsumer {
   }
 
   /**
-   * Looks for work of dead peers: poison pills first, then XAUTOCLAIM of idle entries. Returns
-   * how long until the next sweep. A group whose PEL is empty costs one XPENDING summary; as
-   * nothing can become idle past `minIdleMs` sooner than `minIdleMs` after its delivery, and a
-   * delivery shows in that summary, the next sweep of a quiet loop may wait `minIdleMs / 2`
-   * (only entries a stopping peer released wait for it: SPEC §13, many idle handlers). The
-   * second sweep after start comes at a random point of the interval, so the sweeps of many
-   * loops spread over it instead of firing together.
+   * Looks for work of dead peers: poison pills first, then XAUTOCLAIM of idle entries. A group
+   * whose PEL is empty costs one XPENDING summary (its pace: `SweepPace`). Returns how many
+   * entries the PEL held.
    */
   private async sweep(): Promise<number> {
-    const interval = this.options.claimIntervalMs;
-    this.sweeps++;
     const pending = await this.config.client.pendingCount(this.stream, this.group);
-    this.quiet = pending === 0;
-    if (!this.quiet && (await this.sweepPoison())) await this.reclaim();
-    let next = this.quiet ? Math.max(interval, Math.floor(this.options.minIdleMs / 2)) : interval;
-    if (this.sweeps === 1)
-      next = Math.max(1, Math.floor(next * (this.config.sweepPhase ?? Math.random())));
-    return next;
+    if (pending > 0 && (await this.sweepPoison())) await this.reclaim();
+    return pending;
   }
 
   /**
@@ -481,11 +475,7 @@ export class StreamConsumer {
     counts: Map<string, number> | null,
   ): Promise<void> {
     this.counters.read(entries.length);
-    if (this.quiet && entries.length > 0) {
-      // deliveries again: sweep at the normal pace
-      this.quiet = false;
-      this.nextSweepAt = Math.min(this.nextSweepAt, this.now() + this.options.claimIntervalMs);
-    }
+    if (entries.length > 0) this.pace.delivered();
     try {
       await this.settle(entries, counts);
     } catch (err) {
