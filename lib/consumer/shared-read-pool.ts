@@ -25,11 +25,6 @@ export class SharedReadPool {
 
   constructor(private readonly config: SharedReadPoolConfig) {}
 
-  /** How many shared reads (connections) are open. */
-  get size(): number {
-    return this.reads.size;
-  }
-
   /** The reader the loop on `stream`/`group` waits for new entries with. */
   reader(group: string, stream: string): BlockingReader {
     const key = JSON.stringify([group, this.config.partitionOf(stream)]);

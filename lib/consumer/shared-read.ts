@@ -82,11 +82,6 @@ export class SharedGroupRead {
     this.now = config.now ?? Date.now;
   }
 
-  /** How many loops wait in this read now (for tests and stats). */
-  get waitingCount(): number {
-    return this.waiting.size;
-  }
-
   /** The reader of the loop on `stream` (one loop per stream and group). */
   member(stream: string): BlockingReader {
     this.members.add(stream);
