@@ -1,4 +1,4 @@
-import { brandedIdOf, errorText, fieldsToRecord } from '../codec/codecs';
+import { brandedIdOf, errorStack, errorText, fieldsToRecord } from '../codec/codecs';
 import type { ConsumerLogger } from '../consumer/consumer.types';
 import type { ArchivedEntry, RetentionReport } from '../interfaces/lifecycle.interface';
 import { compareEntryIds, entryIdMs, nextEntryId } from '../redis/entry-id';
@@ -167,7 +167,7 @@ export class StreamRetention {
           this.ctx.logger.error(
             `@StreamArchive ${archive.name} failed on ${take.length} entries of '${this.stream}' ` +
               `(${take[0].entryId} .. ${lastId}): ${errorText(err)}; none of them trimmed, retried next interval`,
-            err instanceof Error ? err.stack : undefined,
+            errorStack(err),
           );
           return;
         }
