@@ -122,10 +122,12 @@ export function brokenLinks(pages: Pages, root: string): BrokenLink[] {
   return broken;
 }
 
-/** README.md and every docs/*.md of the repository at `root`. */
+/** README.md, bench/README.md and every docs/*.md of the repository at `root`. */
 export function repositoryPages(root: string): Pages {
   const pages: Pages = new Map();
-  pages.set('README.md', fs.readFileSync(path.join(root, 'README.md'), 'utf8'));
+  for (const page of ['README.md', 'bench/README.md']) {
+    pages.set(page, fs.readFileSync(path.join(root, page), 'utf8'));
+  }
   for (const name of fs.readdirSync(path.join(root, 'docs')).sort()) {
     if (name.endsWith('.md')) {
       pages.set(`docs/${name}`, fs.readFileSync(path.join(root, 'docs', name), 'utf8'));

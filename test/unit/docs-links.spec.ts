@@ -1,5 +1,5 @@
 /**
- * Every relative link of README.md and docs/*.md leads somewhere: the file exists and an `#anchor`
+ * Every relative link of README.md, bench/README.md and docs/*.md leads somewhere: the file exists and an `#anchor`
  * (same page or another) names one of the target page's headings, slugged as GitHub does.
  * External links are not fetched (no network in tests).
  */
@@ -15,7 +15,7 @@ import {
 
 const ROOT = process.cwd();
 
-describe('links of README.md and docs/', () => {
+describe('links of README.md, bench/README.md and docs/', () => {
   it('every relative link names an existing file and, with #anchor, an existing heading', () => {
     const pages = repositoryPages(ROOT);
     expect(pages.size).toBeGreaterThan(5);
