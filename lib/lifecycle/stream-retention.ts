@@ -38,10 +38,11 @@ interface Cuts {
 }
 
 /**
- * Safe retention of one stream (SPEC §12): each `run()` (one per interval) takes the stream's
- * lock; the holder trims from the head what the rule asks for, never at or above the floor (the
- * oldest entry some group has not acknowledged), handing each page to the archive method first.
- * Processes that do not hold the lock only refresh their report. Plain TypeScript.
+ * Safe retention of one stream (docs/operations.md "Retention and archive"): each `run()` (one per
+ * interval) takes the stream's lock; the holder trims from the head what the rule asks for, never
+ * at or above the floor (the oldest entry some group has not acknowledged), handing each page to
+ * the archive method first. Processes that do not hold the lock only refresh their report. Plain
+ * TypeScript.
  */
 export class StreamRetention {
   private trimmedTotal = 0;

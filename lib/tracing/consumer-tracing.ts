@@ -8,10 +8,10 @@ type Span = ReturnType<ReturnType<Otel['trace']['getTracer']>['startSpan']>;
 type Context = ReturnType<Otel['context']['active']>;
 
 /**
- * CONSUMER spans for one loop (SPEC §10), after the OpenTelemetry messaging conventions: each
- * handler call runs inside a span `process <stream>` whose parent is the context the publisher
- * injected into the entry; a batch-mode call gets one span with a link to each entry's context.
- * A throw records the exception and sets status ERROR (internal).
+ * CONSUMER spans for one loop (docs/observability.md "Tracing"), after the OpenTelemetry messaging
+ * conventions: each handler call runs inside a span `process <stream>` whose parent is the context
+ * the publisher injected into the entry; a batch-mode call gets one span with a link to each
+ * entry's context. A throw records the exception and sets status ERROR (internal).
  */
 export class ConsumerTracing implements EntryTracing {
   /** Trace fields of the messages in flight, by message (only entries that carry some). */
