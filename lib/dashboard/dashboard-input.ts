@@ -6,8 +6,10 @@ import {
 import { DEFAULT_PAGE_COUNT, MAX_PAGE_COUNT } from './dashboard.constants';
 import { originRefusal, type HostRules } from './host-check';
 
-/** A stream entry id as the API accepts it: `<ms>-<seq>`. */
-const ENTRY_ID = /^\d{1,20}-\d{1,20}$/;
+/** A stream entry id as the API accepts it: `<ms>-<seq>`, each part at most 2^64-1 (below). */
+const ENTRY_ID = /^(\d{1,20})-(\d{1,20})$/;
+/** The largest part of an entry id Redis accepts. */
+const MAX_ID_PART = 2n ** 64n - 1n;
 /** Longest stream or group name the API accepts. */
 const MAX_NAME_LENGTH = 512;
 
@@ -117,10 +119,13 @@ function parseCount(value: unknown, what: string): number {
 }
 
 function parseEntryId(value: unknown, what: string): string {
-  if (typeof value !== 'string' || !ENTRY_ID.test(value)) {
-    throw new BadRequestException(`${what} must be a stream entry id like 1700000000000-0`);
+  const parts = typeof value === 'string' ? ENTRY_ID.exec(value) : null;
+  if (parts === null || BigInt(parts[1]) > MAX_ID_PART || BigInt(parts[2]) > MAX_ID_PART) {
+    throw new BadRequestException(
+      `${what} must be a stream entry id like 1700000000000-0 (each part at most 2^64-1)`,
+    );
   }
-  return value;
+  return parts[0];
 }
 
 function parseEntryIds(value: unknown): string[] {

@@ -4,7 +4,7 @@ import { errorText } from '../codec/codecs';
 import { fieldsText } from '../codec/fields-text';
 import { EchoStreamConnections } from '../echo-stream.connections';
 import type { ConsumerSnapshot } from '../interfaces/consumer-snapshot.interface';
-import { StreamBrowser } from '../redis/stream-browser';
+import { isInvalidStreamIdError, StreamBrowser } from '../redis/stream-browser';
 import { isWrongTypeError } from '../redis/streams-client';
 import { ConsumerStats } from '../stats/consumer-stats.service';
 import type { PageQuery, RedriveBody } from './dashboard-input';
@@ -58,11 +58,13 @@ export class DashboardService {
       (g) => g.name === group,
     );
     if (!info) throw new NotFoundException(`stream '${stream}' has no group '${group}'`);
-    const rows = await client.pending(stream, group, {
-      start: page.after === undefined ? '-' : `(${page.after}`,
-      end: '+',
-      count: page.count,
-    });
+    const rows = await this.read(stream, () =>
+      client.pending(stream, group, {
+        start: page.after === undefined ? '-' : `(${page.after}`,
+        end: '+',
+        count: page.count,
+      }),
+    );
     const bodies = await Promise.all(
       rows.map((row) => client.range(stream, row.entryId, row.entryId, 1)),
     );
@@ -195,12 +197,18 @@ export class DashboardService {
     }
   }
 
-  /** Runs a read of `stream`, turning a WRONGTYPE reply into a 400 naming the stream. */
+  /**
+   * Runs a read of `stream`, turning a WRONGTYPE reply into a 400 naming the stream and a refused
+   * entry id into a 400 naming `after`, the one id a read takes from the request.
+   */
   private async read<T>(stream: string, run: () => Promise<T>): Promise<T> {
     try {
       return await run();
     } catch (err) {
       if (isWrongTypeError(err)) throw new BadRequestException(`'${stream}' is not a stream`);
+      if (isInvalidStreamIdError(err)) {
+        throw new BadRequestException(`after: Redis refused it (${(err as Error).message})`);
+      }
       throw err;
     }
   }

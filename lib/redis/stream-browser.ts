@@ -5,6 +5,17 @@ import { RedisStreamsClient, type RawEntry, type RedisConnection } from './strea
 /** Deadline of one browsing command (the dashboard and the CLI wait for nothing longer). */
 const BROWSE_DEADLINE_MS = 5000;
 
+/**
+ * Whether `err` is Redis refusing an entry id or a range bound (`ERR Invalid stream ID ...`,
+ * `ERR invalid start ID for the interval`, `... end ID ...`): input the caller should have
+ * refused, e.g. an exclusive bound that cannot be stepped past (`(0-0` as the end of XREVRANGE).
+ */
+export function isInvalidStreamIdError(err: unknown): boolean {
+  return (
+    err instanceof Error && /^ERR (invalid stream id|invalid (start|end) id)/i.test(err.message)
+  );
+}
+
 /** One page of stream keys found by `SCAN ... TYPE stream`. */
 export interface StreamKeysPage {
   /** The cursor for the next call; `'0'` once the whole keyspace was scanned. */
