@@ -42,6 +42,7 @@ import { PromClientCollectors } from './stats/prom-client-collectors';
     EchoStreamHealthIndicator,
     // for EchoStreamDashboardModule (not exported from the package)
     EchoStreamConnections,
+    ConsumerRegistry,
   ],
 })
 export class EchoStreamCoreModule {}

@@ -3,6 +3,7 @@ import { register } from 'prom-client';
 // A real app imports this from 'nestjs-echo-stream'.
 import { EchoStreamDashboardModule, EchoStreamModule } from '../lib';
 import { SampleConfig, SampleConfigModule } from './config';
+import { sampleDashboardOptions } from './dashboard';
 import { ORDERS_STREAM, OrdersModule } from './orders';
 import { StatsModule } from './stats/stats.module';
 
@@ -24,11 +25,8 @@ import { StatsModule } from './stats/stats.module';
         metrics: { registry: register },
       }),
     }),
-    // Read-write only while the sample listens on loopback (its default HOST): anyone who can
-    // reach the page could redrive or delete dead letters. A real app adds `guards`.
-    EchoStreamDashboardModule.register({
-      readOnly: !['127.0.0.1', 'localhost', '::1'].includes(process.env.HOST || '127.0.0.1'),
-    }),
+    // Read-write only behind a guard checking ECHO_DASHBOARD_TOKEN; read-only without one.
+    EchoStreamDashboardModule.register(sampleDashboardOptions()),
     OrdersModule,
     StatsModule,
   ],

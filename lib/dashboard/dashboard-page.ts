@@ -23,13 +23,26 @@ export function loadDashboardAssets(): DashboardAssets {
 }
 
 /**
- * The page for a request to `requestPath` (the mount path as the client wrote it, global prefix
- * included): asset URLs and the API base are absolute, so `/echo-stream` and `/echo-stream/` both
- * work. The path is HTML-escaped; nothing else from the request reaches the page.
+ * The page for a request to `requestTarget` (the mount path as the client wrote it, global prefix
+ * included): asset URLs and the API base are absolute paths, so `/echo-stream` and
+ * `/echo-stream/` both work. Only the path part is used: an absolute-form target
+ * (`GET http://other.host/echo-stream`) or one starting with `//` cannot point the page's scripts
+ * at another host. The path is HTML-escaped; nothing else from the request reaches the page.
  */
-export function renderPage(html: string, requestPath: string, readOnly: boolean): string {
-  const base = escapeHtml(requestPath.split('?')[0].replace(/\/+$/, ''));
+export function renderPage(html: string, requestTarget: string, readOnly: boolean): string {
+  const base = escapeHtml(requestPath(requestTarget).replace(/\/+$/, ''));
   return html.replaceAll('{{BASE}}', base).replaceAll('{{READ_ONLY}}', String(readOnly));
+}
+
+/** The path of a request target (origin-form or absolute-form), with a single leading slash. */
+export function requestPath(requestTarget: string): string {
+  let path: string;
+  try {
+    path = new URL(requestTarget, 'http://request.invalid').pathname;
+  } catch {
+    path = requestTarget.split(/[?#]/)[0];
+  }
+  return path.replace(/^[/\\]+/, '/');
 }
 
 /**

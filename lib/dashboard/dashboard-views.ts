@@ -15,8 +15,13 @@ export interface StreamView {
   /** XLEN (0 when the key does not exist). */
   length: number;
   groups: GroupView[];
-  /** The largest dead-letter count of its groups. */
+  /** Dead letters of this stream, every group's (each group's own count is on its row). */
   deadLetters: number;
+  /**
+   * `false` when a dead-letter stream of this stream held more than 10,000 letters: the counts
+   * (the stream's and each group's) are then of the newest 10,000 only.
+   */
+  deadLettersExact: boolean;
   /** Why the stream could not be read (e.g. the key is not a stream); figures are then 0. */
   error?: string;
 }
@@ -32,6 +37,7 @@ export interface GroupView {
   pending: number;
   lag: number | null;
   oldestPendingMs: number | null;
+  /** Dead letters this group gave up on (their `dlq_group`), not the other groups'. */
   deadLetters: number;
   /**
    * Entries read per second by this app's loop; for a group the app does not consume, entries
@@ -55,6 +61,8 @@ export interface PendingEntryView {
   deliveries: number;
   /** The entry's fields as `k=v` text, cut at 200 characters; `null` when it was deleted. */
   preview: string | null;
+  /** Whether a value was cut to fit (`…` marks the cut). */
+  cut: boolean;
 }
 
 /** JSON of `GET .../groups/:group/pending`. */
@@ -64,7 +72,10 @@ export interface PendingPageView {
   /** Entries in the whole PEL. */
   pending: number;
   entries: PendingEntryView[];
-  /** `?after=` of the next page; `null` on the last page. */
+  /**
+   * `?after=` of the next page; `null` on the last page. A page holds at most `count` entries
+   * and 1 MiB of JSON: it ends early (with `next` set) rather than grow.
+   */
   next: string | null;
 }
 
@@ -72,27 +83,36 @@ export interface PendingPageView {
 export interface DeadLetterView {
   entryId: string;
   deadLetterStream: string;
+  /** Why it was dead-lettered (cut at 512 characters). */
   reason: string;
+  /** The handler's error text, cut at 8192 characters. */
   error: string | null;
   group: string;
   sourceEntryId: string;
   attempts: number;
   /** When it was dead-lettered (ISO 8601). */
   at: string;
+  /** The original fields as `k=v` text, cut at 200 characters. */
   preview: string;
+  /** Whether a value (error, preview, a name) was cut to fit (`…` marks the cut). */
+  cut: boolean;
 }
 
 /** JSON of `GET .../dead-letters`. */
 export interface DeadLetterPageView {
   stream: string;
   entries: DeadLetterView[];
+  /** `?after=` of the next page, as {@link PendingPageView.next}. */
   next: string | null;
 }
 
 /** One entry of the stream's tail. */
 export interface TailEntryView {
   entryId: string;
+  /** The fields as `k=v` text, cut at 200 characters. */
   preview: string;
+  /** Whether the preview was cut (`…` marks the cut). */
+  cut: boolean;
 }
 
 /** JSON of `GET .../entries`: the newest entries first; `next` continues with older ones. */
@@ -100,5 +120,6 @@ export interface TailPageView {
   stream: string;
   length: number;
   entries: TailEntryView[];
+  /** `?after=` of the next (older) page, as {@link PendingPageView.next}. */
   next: string | null;
 }

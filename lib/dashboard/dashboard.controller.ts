@@ -1,5 +1,4 @@
 import {
-  applyDecorators,
   Body,
   Controller,
   ForbiddenException,
@@ -22,23 +21,20 @@ import {
   parsePageQuery,
   parseRedriveBody,
 } from './dashboard-input';
-import { DASHBOARD_OPTIONS, CONTENT_SECURITY_POLICY } from './dashboard.constants';
+import { DASHBOARD_OPTIONS } from './dashboard.constants';
 import type { ResolvedDashboardOptions } from './dashboard-options.interface';
 import { loadDashboardAssets, renderPage, type DashboardAssets } from './dashboard-page';
 import { DashboardService } from './dashboard.service';
 
 type RequestHeaders = Record<string, string | string[] | undefined>;
 type QueryParams = Record<string, unknown>;
+type PageRequest = { url?: string; originalUrl?: string };
 
-/** Headers of every answer: the strict CSP, no sniffing, no caching, no referrer. */
-const Secured = (contentType?: string) =>
-  applyDecorators(
-    Header('Content-Security-Policy', CONTENT_SECURITY_POLICY),
-    Header('X-Content-Type-Options', 'nosniff'),
-    Header('Cache-Control', 'no-store'),
-    Header('Referrer-Policy', 'no-referrer'),
-    ...(contentType ? [Header('Content-Type', contentType)] : []),
-  );
+/**
+ * The content type of a file answer. The security headers are set on every answer under the
+ * mount path, refusals included, by `DashboardGateMiddleware`, before anything else runs.
+ */
+const Typed = (contentType: string) => Header('Content-Type', contentType);
 
 /**
  * The dashboard's routes, relative to the mount path (the subclass `mountDashboardController`
@@ -54,39 +50,37 @@ export class DashboardController {
   ) {}
 
   @Get()
-  @Secured('text/html; charset=utf-8')
-  page(@Req() request: { url?: string; originalUrl?: string }): string {
+  @Typed('text/html; charset=utf-8')
+  page(@Req() request: PageRequest): string {
     // Express: originalUrl keeps the global prefix; Fastify: url does.
     const url = request.originalUrl ?? request.url ?? this.options.path;
     return renderPage(this.assets.html, url, this.options.readOnly);
   }
 
   @Get('assets/dashboard.js')
-  @Secured('text/javascript; charset=utf-8')
+  @Typed('text/javascript; charset=utf-8')
   script(): string {
     return this.assets.script;
   }
 
   @Get('assets/dashboard.css')
-  @Secured('text/css; charset=utf-8')
+  @Typed('text/css; charset=utf-8')
   style(): string {
     return this.assets.style;
   }
 
   @Get('assets/favicon.svg')
-  @Secured('image/svg+xml')
+  @Typed('image/svg+xml')
   icon(): string {
     return this.assets.icon;
   }
 
   @Get('api/overview')
-  @Secured()
   overview() {
     return this.dashboard.overview();
   }
 
   @Get('api/streams/:stream/groups/:group/pending')
-  @Secured()
   pending(
     @Param('stream') stream: string,
     @Param('group') group: string,
@@ -100,20 +94,17 @@ export class DashboardController {
   }
 
   @Get('api/streams/:stream/dead-letters')
-  @Secured()
   deadLetters(@Param('stream') stream: string, @Query() query: QueryParams) {
     return this.dashboard.deadLetters(parseName(stream, 'stream'), parsePageQuery(query));
   }
 
   @Get('api/streams/:stream/entries')
-  @Secured()
   entries(@Param('stream') stream: string, @Query() query: QueryParams) {
     return this.dashboard.tail(parseName(stream, 'stream'), parsePageQuery(query));
   }
 
   @Post('api/streams/:stream/dead-letters/redrive')
   @HttpCode(200)
-  @Secured()
   redrive(
     @Param('stream') stream: string,
     @Headers() headers: RequestHeaders,
@@ -125,7 +116,6 @@ export class DashboardController {
 
   @Post('api/streams/:stream/dead-letters/delete')
   @HttpCode(200)
-  @Secured()
   delete(
     @Param('stream') stream: string,
     @Headers() headers: RequestHeaders,
@@ -142,7 +132,7 @@ export class DashboardController {
         'the dashboard is read-only: register it with readOnly: false to change anything',
       );
     }
-    assertSameOriginJson(headers);
+    assertSameOriginJson(headers, this.options.allowedHosts);
   }
 }
 

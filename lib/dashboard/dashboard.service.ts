@@ -1,24 +1,32 @@
 import { BadRequestException, Inject, Injectable, Logger, NotFoundException } from '@nestjs/common';
 import { EchoStreamAdmin } from '../admin/echo-stream-admin.service';
 import { errorText } from '../codec/codecs';
-import { fieldsText } from '../codec/fields-text';
 import { EchoStreamConnections } from '../echo-stream.connections';
+import { ConsumerRegistry } from '../echo-stream.registry';
 import type { ConsumerSnapshot } from '../interfaces/consumer-snapshot.interface';
-import { StreamBrowser } from '../redis/stream-browser';
+import { isInvalidStreamIdError, StreamBrowser } from '../redis/stream-browser';
 import { isWrongTypeError } from '../redis/streams-client';
 import { ConsumerStats } from '../stats/consumer-stats.service';
 import type { PageQuery, RedriveBody } from './dashboard-input';
-import { DASHBOARD_OPTIONS, PREVIEW_CHARS } from './dashboard.constants';
+import { DASHBOARD_OPTIONS } from './dashboard.constants';
 import type { ResolvedDashboardOptions } from './dashboard-options.interface';
 import type {
   DeadLetterPageView,
   GroupView,
   OverviewView,
+  PendingEntryView,
   PendingPageView,
   StreamView,
+  TailEntryView,
   TailPageView,
 } from './dashboard-views';
+import { readDeadLetterPage } from './dead-letter-reader';
+import { cutText, MAX_NAME_CHARS, PageBudget, previewFields } from './page-budget';
+import { DeadLetterCounter } from './dead-letter-counts';
 import { RateHistory } from './rate-history';
+
+/** Entry bodies read per round trip for a PEL or tail page. */
+const BODIES_PER_READ = 100;
 
 /**
  * What the dashboard shows and changes, read through `ConsumerStats`, `EchoStreamAdmin` and the
@@ -29,12 +37,14 @@ import { RateHistory } from './rate-history';
 export class DashboardService {
   private readonly logger = new Logger(DashboardService.name);
   private readonly rates = new RateHistory();
+  private readonly deadLetterCounter = new DeadLetterCounter();
 
   constructor(
     @Inject(DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
     private readonly stats: ConsumerStats,
     private readonly admin: EchoStreamAdmin,
     private readonly connections: EchoStreamConnections,
+    private readonly registry: ConsumerRegistry,
   ) {}
 
   /** The streams shown: the app's handlers' streams and the `streams` option's, sorted by name. */
@@ -58,69 +68,66 @@ export class DashboardService {
       (g) => g.name === group,
     );
     if (!info) throw new NotFoundException(`stream '${stream}' has no group '${group}'`);
-    const rows = await client.pending(stream, group, {
-      start: page.after === undefined ? '-' : `(${page.after}`,
-      end: '+',
-      count: page.count,
-    });
-    const bodies = await Promise.all(
-      rows.map((row) => client.range(stream, row.entryId, row.entryId, 1)),
-    );
-    return {
-      stream,
-      group,
-      pending: info.pending,
-      entries: rows.map((row, i) => {
-        const fields = bodies[i][0]?.fields;
-        return { ...row, preview: fields ? preview(fields) : null };
+    const rows = await this.read(stream, () =>
+      client.pending(stream, group, {
+        start: page.after === undefined ? '-' : `(${page.after}`,
+        end: '+',
+        count: page.count,
       }),
-      next: rows.length === page.count ? rows[rows.length - 1].entryId : null,
-    };
+    );
+    const browser = new StreamBrowser(client.connection);
+    const out = new PageBudget<PendingEntryView>(page.count);
+    // bodies a chunk at a time, each turned into a preview at once: a page of large entries
+    // never sits whole in memory
+    for (let i = 0; i < rows.length && !out.done; i += BODIES_PER_READ) {
+      const chunk = rows.slice(i, i + BODIES_PER_READ);
+      const bodies = await browser.entriesByIds(
+        stream,
+        chunk.map((row) => row.entryId),
+      );
+      for (const row of chunk) {
+        const fields = bodies.get(row.entryId);
+        const shown = fields ? previewFields(fields) : undefined;
+        const consumer = cutText(row.consumer, MAX_NAME_CHARS);
+        const view = {
+          ...row,
+          consumer: consumer.text,
+          preview: shown?.text ?? null,
+          cut: consumer.cut || shown?.cut === true,
+        };
+        if (!out.add(view)) break;
+      }
+    }
+    return { stream, group, pending: info.pending, entries: out.entries, next: out.next };
   }
 
   async deadLetters(stream: string, page: PageQuery): Promise<DeadLetterPageView> {
     this.assertKnown(stream);
-    const letters = await this.read(stream, () =>
-      this.admin.deadLetters(stream, { count: page.count, after: page.after }),
+    const client = this.connections.client;
+    const { entries, next } = await this.read(stream, () =>
+      readDeadLetterPage(client, this.deadLetterStreams(stream), stream, page.count, page.after),
     );
-    return {
-      stream,
-      entries: letters.map((letter) => ({
-        entryId: letter.entryId,
-        deadLetterStream: letter.deadLetterStream,
-        reason: letter.reason,
-        error: letter.error ?? null,
-        group: letter.group,
-        sourceEntryId: letter.sourceEntryId,
-        attempts: letter.attempts,
-        at: letter.at.toISOString(),
-        preview: preview(Object.entries(letter.fields).flat()),
-      })),
-      next: letters.length === page.count ? letters[letters.length - 1].entryId : null,
-    };
+    return { stream, entries, next };
   }
 
   async tail(stream: string, page: PageQuery): Promise<TailPageView> {
     this.assertKnown(stream);
     const client = this.connections.client;
     const browser = new StreamBrowser(client.connection);
-    const [length, entries] = await this.read(stream, () =>
-      Promise.all([
-        client.length(stream),
-        browser.revRange(
-          stream,
-          page.after === undefined ? '+' : `(${page.after}`,
-          '-',
-          page.count,
-        ),
-      ]),
-    );
-    return {
-      stream,
-      length,
-      entries: entries.map((e) => ({ entryId: e.entryId, preview: preview(e.fields ?? []) })),
-      next: entries.length === page.count ? entries[entries.length - 1].entryId : null,
-    };
+    const out = new PageBudget<TailEntryView>(page.count);
+    let end = page.after === undefined ? '+' : `(${page.after}`;
+    const length = await this.read(stream, () => client.length(stream));
+    while (!out.done) {
+      const want = Math.min(BODIES_PER_READ, page.count - out.entries.length);
+      const batch = await this.read(stream, () => browser.revRange(stream, end, '-', want));
+      for (const entry of batch) {
+        const shown = previewFields(entry.fields ?? []);
+        if (!out.add({ entryId: entry.entryId, preview: shown.text, cut: shown.cut })) break;
+      }
+      if (batch.length < want) break;
+      end = `(${batch[batch.length - 1].entryId}`;
+    }
+    return { stream, length, entries: out.entries, next: out.next };
   }
 
   /** Redrives dead letters through `EchoStreamAdmin.redrive` (copy before delete). */
@@ -151,6 +158,7 @@ export class DashboardService {
       const [length, groups] = await Promise.all([client.length(stream), client.groups(stream)]);
       const counters =
         groups.length > 0 ? await new StreamBrowser(client.connection).counters(stream) : undefined;
+      const letters = groups.length > 0 ? await this.deadLetterCounts(stream) : undefined;
       const streamIn = this.rates.rateOf(`${stream}\u0000in`, counters?.entriesAdded ?? null, now);
       const views = await Promise.all(
         groups.map(async ({ name, lastDeliveredId }): Promise<GroupView> => {
@@ -172,6 +180,7 @@ export class DashboardService {
             state: loop?.state ?? null,
             handler: loop?.handler ?? null,
             ...inspection,
+            deadLetters: letters?.byGroup.get(name) ?? 0,
             tpsIn,
             tpsOut,
             sparkline:
@@ -181,11 +190,52 @@ export class DashboardService {
           };
         }),
       );
-      const deadLetters = Math.max(0, ...views.map((g) => g.deadLetters));
-      return { stream, length, groups: views, deadLetters };
+      return {
+        stream,
+        length,
+        groups: views,
+        deadLetters: letters?.total ?? 0,
+        deadLettersExact: letters?.exact ?? true,
+      };
     } catch (err) {
-      return { stream, length: 0, groups: [], deadLetters: 0, error: errorText(err) };
+      const error = errorText(err);
+      return { stream, length: 0, groups: [], deadLetters: 0, deadLettersExact: true, error };
     }
+  }
+
+  /** The stream's dead letters by group, summed over its dead-letter streams. */
+  private async deadLetterCounts(
+    stream: string,
+  ): Promise<{ total: number; byGroup: Map<string, number>; exact: boolean }> {
+    const all = await Promise.all(
+      this.deadLetterStreams(stream).map((sink) =>
+        this.deadLetterCounter.count(this.connections.client, sink, stream),
+      ),
+    );
+    const byGroup = new Map<string, number>();
+    for (const counts of all) {
+      for (const [group, n] of counts.byGroup) byGroup.set(group, (byGroup.get(group) ?? 0) + n);
+    }
+    return {
+      total: all.reduce((sum, c) => sum + c.total, 0),
+      byGroup,
+      exact: all.every((c) => c.exact),
+    };
+  }
+
+  /**
+   * The dead-letter streams of `stream`: those of this app's loops on it, else `${stream}:dlq`
+   * (as `EchoStreamAdmin` reads them).
+   */
+  private deadLetterStreams(stream: string): string[] {
+    const sinks = new Set<string>();
+    for (const loop of this.registry.list()) {
+      if (loop.stream === stream && loop.deadLetterStream !== false) {
+        sinks.add(loop.deadLetterStream);
+      }
+    }
+    if (sinks.size === 0) sinks.add(`${stream}:dlq`);
+    return [...sinks];
   }
 
   /** Only streams the dashboard shows may be read or changed through it. */
@@ -195,19 +245,19 @@ export class DashboardService {
     }
   }
 
-  /** Runs a read of `stream`, turning a WRONGTYPE reply into a 400 naming the stream. */
+  /**
+   * Runs a read of `stream`, turning a WRONGTYPE reply into a 400 naming the stream and a refused
+   * entry id into a 400 naming `after`, the one id a read takes from the request.
+   */
   private async read<T>(stream: string, run: () => Promise<T>): Promise<T> {
     try {
       return await run();
     } catch (err) {
       if (isWrongTypeError(err)) throw new BadRequestException(`'${stream}' is not a stream`);
+      if (isInvalidStreamIdError(err)) {
+        throw new BadRequestException(`after: Redis refused it (${(err as Error).message})`);
+      }
       throw err;
     }
   }
-}
-
-/** `k=v k=v` of a flat field list, cut at PREVIEW_CHARS characters. Plain text, never markup. */
-export function preview(fields: readonly string[]): string {
-  const text = fieldsText(fields);
-  return text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS)}…` : text;
 }

@@ -1,6 +1,17 @@
-import { DynamicModule, Module } from '@nestjs/common';
+import {
+  Inject,
+  Module,
+  RequestMethod,
+  type DynamicModule,
+  type MiddlewareConsumer,
+  type NestModule,
+} from '@nestjs/common';
 import { DASHBOARD_OPTIONS } from './dashboard.constants';
-import type { EchoStreamDashboardOptions } from './dashboard-options.interface';
+import { DashboardGateMiddleware } from './dashboard-gate.middleware';
+import type {
+  EchoStreamDashboardOptions,
+  ResolvedDashboardOptions,
+} from './dashboard-options.interface';
 import { mountDashboardController } from './dashboard.controller';
 import { DashboardService } from './dashboard.service';
 import { resolveDashboardOptions } from './resolve-dashboard-options';
@@ -24,7 +35,9 @@ import { resolveDashboardOptions } from './resolve-dashboard-options';
  * ```
  */
 @Module({})
-export class EchoStreamDashboardModule {
+export class EchoStreamDashboardModule implements NestModule {
+  constructor(@Inject(DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions) {}
+
   /** Mounts the dashboard with {@link EchoStreamDashboardOptions}; a bad option throws at once. */
   static register(options: EchoStreamDashboardOptions = {}): DynamicModule {
     const resolved = resolveDashboardOptions(options);
@@ -33,5 +46,16 @@ export class EchoStreamDashboardModule {
       controllers: [mountDashboardController(resolved)],
       providers: [{ provide: DASHBOARD_OPTIONS, useValue: resolved }, DashboardService],
     };
+  }
+
+  /** The gate (security headers, host check) runs first on every request under the mount path. */
+  configure(consumer: MiddlewareConsumer): void {
+    const { path } = this.options;
+    consumer
+      .apply(DashboardGateMiddleware)
+      .forRoutes(
+        { path, method: RequestMethod.ALL },
+        { path: `${path}/*rest`, method: RequestMethod.ALL },
+      );
   }
 }

@@ -3,6 +3,7 @@ import type {
   EchoStreamDashboardOptions,
   ResolvedDashboardOptions,
 } from './dashboard-options.interface';
+import { DEFAULT_ALLOWED_HOSTS, parseAllowedHosts } from './host-check';
 
 const PATH = /^(\/[A-Za-z0-9._~-]+)+$/;
 
@@ -11,7 +12,13 @@ export function resolveDashboardOptions(
   options: EchoStreamDashboardOptions = {},
 ): ResolvedDashboardOptions {
   const where = 'EchoStreamDashboardModule.register()';
-  const { path = '/echo-stream', readOnly = true, guards = [], streams = [] } = options;
+  const {
+    path = '/echo-stream',
+    readOnly = true,
+    guards = [],
+    streams = [],
+    allowedHosts = [...DEFAULT_ALLOWED_HOSTS],
+  } = options;
   if (typeof path !== 'string' || !PATH.test(path)) {
     throw new EchoStreamConfigError(
       `${where}: option 'path' must look like '/echo-stream' (URL-safe segments, no trailing slash), got ${JSON.stringify(path)}`,
@@ -30,5 +37,22 @@ export function resolveDashboardOptions(
       `${where}: option 'streams' must be an array of non-empty strings, got ${JSON.stringify(streams)}`,
     );
   }
-  return { path, readOnly, guards: [...guards], streams: [...new Set(streams)] };
+  if (!readOnly && guards.length === 0) {
+    throw new EchoStreamConfigError(
+      `${where}: option 'readOnly: false' needs option 'guards': without a guard anyone who reaches the page could redrive or delete dead letters (add a guard that checks your app's auth, or keep readOnly: true)`,
+    );
+  }
+  const hosts = Array.isArray(allowedHosts)
+    ? parseAllowedHosts(allowedHosts)
+    : 'it must be an array of host names';
+  if (typeof hosts === 'string') {
+    throw new EchoStreamConfigError(`${where}: option 'allowedHosts': ${hosts}`);
+  }
+  return {
+    path,
+    readOnly,
+    guards: [...guards],
+    streams: [...new Set(streams)],
+    allowedHosts: hosts,
+  };
 }

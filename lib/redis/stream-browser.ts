@@ -5,6 +5,17 @@ import { RedisStreamsClient, type RawEntry, type RedisConnection } from './strea
 /** Deadline of one browsing command (the dashboard and the CLI wait for nothing longer). */
 const BROWSE_DEADLINE_MS = 5000;
 
+/**
+ * Whether `err` is Redis refusing an entry id or a range bound (`ERR Invalid stream ID ...`,
+ * `ERR invalid start ID for the interval`, `... end ID ...`): input the caller should have
+ * refused, e.g. an exclusive bound that cannot be stepped past (`(0-0` as the end of XREVRANGE).
+ */
+export function isInvalidStreamIdError(err: unknown): boolean {
+  return (
+    err instanceof Error && /^ERR (invalid stream id|invalid (start|end) id)/i.test(err.message)
+  );
+}
+
 /** One page of stream keys found by `SCAN ... TYPE stream`. */
 export interface StreamKeysPage {
   /** The cursor for the next call; `'0'` once the whole keyspace was scanned. */
@@ -24,6 +35,47 @@ export class StreamBrowser {
   async revRange(stream: string, end: string, start: string, count: number): Promise<RawEntry[]> {
     const reply = (await this.call(['XREVRANGE', stream, end, start, 'COUNT', count])) as unknown[];
     return reply.map(parseEntry);
+  }
+
+  /**
+   * The entries with ids `ids` (ascending, as a PEL page lists them), in at most two round trips
+   * and usually one command: one XRANGE over the span first-last (COUNT twice the ids, so a
+   * span mostly acked costs no more), then, for ids past a span that ran out, one pipeline of
+   * XRANGE id id. An id the stream no longer holds maps to `null`.
+   */
+  async entriesByIds(
+    stream: string,
+    ids: readonly string[],
+  ): Promise<Map<string, string[] | null>> {
+    const found = new Map<string, string[] | null>();
+    if (ids.length === 0) return found;
+    const cap = ids.length * 2;
+    const span = (await this.call([
+      'XRANGE',
+      stream,
+      ids[0],
+      ids[ids.length - 1],
+      'COUNT',
+      cap,
+    ])) as unknown[];
+    const wanted = new Set(ids);
+    for (const entry of span.map(parseEntry)) {
+      if (wanted.has(entry.entryId)) found.set(entry.entryId, entry.fields);
+    }
+    const complete = span.length < cap;
+    const missing = complete ? [] : ids.filter((id) => !found.has(id));
+    if (missing.length > 0) {
+      const pipeline = this.redis.pipeline();
+      for (const id of missing) pipeline.xrange(stream, id, id, 'COUNT', 1);
+      const replies = await this.deadline('XRANGE pipeline', pipeline.exec(), BROWSE_DEADLINE_MS);
+      replies?.forEach(([err, reply]) => {
+        if (err) throw err;
+        const [entry] = (reply as unknown[]).map(parseEntry);
+        if (entry !== undefined) found.set(entry.entryId, entry.fields);
+      });
+    }
+    for (const id of ids) if (!found.has(id)) found.set(id, null);
+    return found;
   }
 
   /**
@@ -88,16 +140,18 @@ export class StreamBrowser {
 
   private call(args: Array<string | number>, deadlineMs = BROWSE_DEADLINE_MS): Promise<unknown> {
     const [command, ...rest] = args;
+    return this.deadline(String(command), this.redis.call(String(command), ...rest), deadlineMs);
+  }
+
+  private deadline<T>(what: string, reply: Promise<T>, deadlineMs: number): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new Error(`${String(command)} got no reply within ${deadlineMs} ms`)),
+        () => reject(new Error(`${what} got no reply within ${deadlineMs} ms`)),
         deadlineMs,
       );
     });
-    return Promise.race([this.redis.call(String(command), ...rest), deadline]).finally(() =>
-      clearTimeout(timer),
-    );
+    return Promise.race([reply, deadline]).finally(() => clearTimeout(timer));
   }
 }
 

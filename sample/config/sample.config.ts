@@ -12,6 +12,12 @@ export class SampleConfig {
   readonly consumerName: string | undefined;
   /** JSON-lines file the orders archive appends trimmed entries to. `ARCHIVE_FILE`. @default 'orders-archive.jsonl' */
   readonly archiveFile: string;
+  /**
+   * The token the dashboard's guard asks for (`Authorization: Bearer <token>` or the cookie
+   * `echo_dashboard_token`); set, it makes the dashboard read-write. `ECHO_DASHBOARD_TOKEN`.
+   * @default undefined (the dashboard is read-only, with no guard)
+   */
+  readonly dashboardToken: string | undefined;
 
   constructor(values: Partial<SampleConfig> = {}) {
     this.redisUrl = values.redisUrl ?? 'redis://127.0.0.1:6379';
@@ -20,6 +26,7 @@ export class SampleConfig {
     this.host = values.host ?? '127.0.0.1';
     this.consumerName = values.consumerName;
     this.archiveFile = values.archiveFile ?? 'orders-archive.jsonl';
+    this.dashboardToken = values.dashboardToken;
     if (!(this.failureRate >= 0 && this.failureRate <= 1)) {
       throw new RangeError(`FAILURE_RATE must be a number from 0 to 1, got ${values.failureRate}`);
     }
@@ -28,7 +35,10 @@ export class SampleConfig {
     }
   }
 
-  /** Reads `REDIS_URL`, `FAILURE_RATE`, `PORT`, `HOST`, `CONSUMER_NAME`, `ARCHIVE_FILE`. */
+  /**
+   * Reads `REDIS_URL`, `FAILURE_RATE`, `PORT`, `HOST`, `CONSUMER_NAME`, `ARCHIVE_FILE`,
+   * `ECHO_DASHBOARD_TOKEN`.
+   */
   static fromEnv(env: NodeJS.ProcessEnv = process.env): SampleConfig {
     const number = (name: string): number | undefined => {
       const raw = env[name];
@@ -44,6 +54,7 @@ export class SampleConfig {
       host: env.HOST || undefined,
       consumerName: env.CONSUMER_NAME || undefined,
       archiveFile: env.ARCHIVE_FILE || undefined,
+      dashboardToken: env.ECHO_DASHBOARD_TOKEN || undefined,
     });
   }
 }

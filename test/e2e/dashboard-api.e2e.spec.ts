@@ -295,6 +295,17 @@ describe.each<AdapterName>(['express', 'fastify'])('dashboard API on %s', (adapt
       [`${api}/entries?count=abc`, 400, /count/],
       [`${api}/groups/audit/pending?after=abc`, 400, /after must be a stream entry id/],
       [`${api}/groups/nobody/pending`, 404, /no group 'nobody'/],
+      // ids Redis would reject: beyond 64 bits, or a bound it cannot step past
+      [`${api}/entries?after=18446744073709551616-0`, 400, /^after must be a stream entry id/],
+      [`${api}/dead-letters?after=1-18446744073709551616`, 400, /^after must be/],
+      [`${api}/groups/audit/pending?after=99999999999999999999-0`, 400, /^after must be/],
+      [`${api}/entries?after=0-0`, 400, /^after: /],
+      [
+        `${api}/groups/audit/pending?after=18446744073709551615-18446744073709551615`,
+        400,
+        /^after: /,
+      ],
+      [`${api}/dead-letters?after=18446744073709551615-18446744073709551615`, 400, /^after: /],
     ];
     for (const [path, status, message] of cases) {
       const res = await get(path);
@@ -306,6 +317,8 @@ describe.each<AdapterName>(['express', 'fastify'])('dashboard API on %s', (adapt
       ['redrive', { count: -1 }, /count must be an integer/],
       ['redrive', { count: 10_000_000 }, /count must be an integer/],
       ['redrive', { entryIds: ['x'] }, /stream entry id/],
+      ['redrive', { entryIds: ['18446744073709551616-0'] }, /stream entry id/],
+      ['delete', { entryIds: ['1-18446744073709551616'] }, /stream entry id/],
       ['redrive', { group: '' }, /group must be a name/],
       ['redrive', { stream: 'other' }, /unknown field 'stream'/],
       ['redrive', [1], /JSON object/],

@@ -13,6 +13,7 @@ import type { Browser, Page } from 'playwright-core';
 import {
   DASHBOARD_STREAM,
   HOSTILE_PAYLOADS,
+  KeyGuard,
   seedDashboardStream,
   startDashboardApp,
 } from '../fixtures/dashboard.app';
@@ -44,6 +45,7 @@ describeWithChromium('dashboard page in headless Chromium', () => {
     redis = server.client();
     ({ app, base } = await startDashboardApp(server.url, 'express', 'dash-page', {
       readOnly: false,
+      guards: [KeyGuard],
     }));
     await waitFor(async () => (await redis.xinfo('GROUPS', DASHBOARD_STREAM)) as unknown[], {
       message: 'the billing group exists',
@@ -54,7 +56,11 @@ describeWithChromium('dashboard page in headless Chromium', () => {
     });
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    // the guard's key on every request, as an app's own auth (a session cookie) would be
+    page = await browser.newPage({
+      viewport: { width: 1440, height: 900 },
+      extraHTTPHeaders: { 'x-dashboard-key': 'let-me-in' },
+    });
     page.on('pageerror', (err) => pageErrors.push(err.message));
     page.on('console', (msg) => {
       if (msg.type() === 'error') pageErrors.push(msg.text());

@@ -42,6 +42,21 @@ describe('renderPage', () => {
   it('escapes the path, so a crafted URL cannot add markup', () => {
     const page = renderPage(html, '/echo-stream"><script>alert(1)</script>', true);
     expect(page).not.toContain('<script>alert');
-    expect(page).toContain('&#34;&#62;&#60;script&#62;');
+    // the path is read as a URL path (quotes and brackets percent-encoded), then HTML-escaped
+    expect(page).toContain('data-base="/echo-stream%22%3E%3Cscript%3Ealert(1)%3C/script%3E"');
+    expect(renderPage(html, "/a'&b", true)).toContain('data-base="/a&#39;&#38;b"');
+  });
+
+  it('uses only the path of the request target: no foreign host reaches the page', () => {
+    const expected =
+      '<html data-base="/echo-stream" data-read-only="true"><script src="/echo-stream/a.js">';
+    for (const target of [
+      'http://other.example/echo-stream',
+      'https://user@other.example:8443/echo-stream/?q=1',
+      '//other.example/echo-stream',
+      '/\\other.example/echo-stream',
+    ]) {
+      expect([target, renderPage(html, target, true)]).toEqual([target, expected]);
+    }
   });
 });
