@@ -171,6 +171,7 @@ export class DashboardService {
             group: name,
             state: loop?.state ?? null,
             handler: loop?.handler ?? null,
+            lastDeliveredId,
             ...inspection,
             tpsIn,
             tpsOut,
@@ -182,9 +183,11 @@ export class DashboardService {
         }),
       );
       const deadLetters = Math.max(0, ...views.map((g) => g.deadLetters));
-      return { stream, length, groups: views, deadLetters };
+      const entriesAdded = counters?.entriesAdded ?? null;
+      return { stream, length, groups: views, deadLetters, entriesAdded };
     } catch (err) {
-      return { stream, length: 0, groups: [], deadLetters: 0, error: errorText(err) };
+      const error = errorText(err);
+      return { stream, length: 0, groups: [], deadLetters: 0, entriesAdded: null, error };
     }
   }
 
