@@ -151,6 +151,14 @@
     return value === null || value === undefined ? '—' : Number(value).toLocaleString('en-US');
   }
 
+  /**
+   * A dead-letter count; `+` when the server counted only the newest letters of a very long
+   * dead-letter stream (`deadLettersExact: false`).
+   */
+  function letterCount(count, stream) {
+    return num(count) + (stream.deadLettersExact === false ? '+' : '');
+  }
+
   function rate(value) {
     return value === null || value === undefined ? '—' : Number(value).toFixed(1);
   }
@@ -235,7 +243,7 @@
     return el('tr', { class: 'stream-row' + (selected ? ' current' : ''), 'data-stream': stream.stream },
       el('td', { 'data-field': 'stream' }, stream.stream),
       el('td', { class: 'muted', colspan: 9, 'data-field': 'summary' }, summary),
-      el('td', { class: 'num' + (stream.deadLetters > 0 ? ' hot' : ''), 'data-field': 'deadLetters', title: 'dead letters of all groups' }, num(stream.deadLetters)),
+      el('td', { class: 'num' + (stream.deadLetters > 0 ? ' hot' : ''), 'data-field': 'deadLetters', title: 'dead letters of all groups' }, letterCount(stream.deadLetters, stream)),
       el('td', { class: 'num', 'data-field': 'length' }, num(stream.length)),
     );
   }
@@ -255,7 +263,7 @@
       el('td', { class: 'num' + (g.lag > 0 ? ' hot' : ''), 'data-field': 'lag' }, num(g.lag)),
       el('td', { class: 'num', 'data-field': 'pending' }, num(g.pending)),
       el('td', { class: 'num', 'data-field': 'oldestPending' }, duration(g.oldestPendingMs)),
-      el('td', { class: 'num' + (g.deadLetters > 0 ? ' hot' : ''), 'data-field': 'deadLetters', title: 'dead letters of this group' }, num(g.deadLetters)),
+      el('td', { class: 'num' + (g.deadLetters > 0 ? ' hot' : ''), 'data-field': 'deadLetters', title: 'dead letters of this group' }, letterCount(g.deadLetters, stream)),
       el('td'),
     );
   }
@@ -273,7 +281,7 @@
     $('#overview tbody').replaceChildren(...rows);
     $('#overview-empty').hidden = data.streams.length > 0;
     const shown = data.streams.find((s) => s.stream === view.stream);
-    if (shown) setText('#dead-total', '(' + num(shown.deadLetters) + ' in total)');
+    if (shown) setText('#dead-total', '(' + letterCount(shown.deadLetters, shown) + ' in total)');
     if (view.stream === null && data.streams.length > 0) {
       const first = data.streams.find((s) => s.groups.length > 0) || data.streams[0];
       select(first.stream, first.groups.length > 0 ? first.groups[0].group : null);
@@ -302,7 +310,7 @@
     setText('#details-stream', stream);
     setText('#pending-group', group === null ? '—' : group);
     const shown = overview && overview.streams.find((s) => s.stream === stream);
-    setText('#dead-total', shown ? '(' + num(shown.deadLetters) + ' in total)' : '');
+    setText('#dead-total', shown ? '(' + letterCount(shown.deadLetters, shown) + ' in total)' : '');
     refreshDetails();
   }
 
@@ -402,7 +410,10 @@
    */
   let detailsQueue = Promise.resolve();
   function refreshDetails(force) {
-    detailsQueue = detailsQueue.then(() => fetchLists(force === true));
+    // the chain never rejects, so one failed refresh cannot stop the next ones
+    detailsQueue = detailsQueue
+      .then(() => fetchLists(force === true))
+      .catch((err) => say(String((err && err.message) || err), true));
     return detailsQueue;
   }
 
@@ -519,9 +530,12 @@
 
   /** Every REFRESH_MS: the overview, then only the lists it shows changed. */
   async function tick() {
-    await refreshOverview();
-    await refreshDetails();
-    setTimeout(tick, REFRESH_MS);
+    try {
+      await refreshOverview();
+      await refreshDetails();
+    } finally {
+      setTimeout(tick, REFRESH_MS);
+    }
   }
   tick();
 })(globalThis);
