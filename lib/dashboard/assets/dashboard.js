@@ -288,9 +288,12 @@
     }
   }
 
-  /** Shows `stream` (and `group`'s PEL); a new selection fetches every list from its first page. */
+  /**
+   * Shows `stream` (and `group`'s PEL); a new selection fetches every list from its first page,
+   * the current one again reloads the lists as they are paged (a reload by hand).
+   */
   function select(stream, group) {
-    if (view.stream === stream && view.group === group) return;
+    if (view.stream === stream && view.group === group) return refreshDetails(true);
     const sameStream = view.stream === stream;
     view.stream = stream;
     view.group = group;
@@ -486,7 +489,7 @@
     if (!row || row.dataset.stream === undefined) return;
     if (row.dataset.groupName !== undefined) return select(row.dataset.stream, row.dataset.groupName);
     // a stream's own row: keep its selected group, else its first
-    if (row.dataset.stream === view.stream) return;
+    if (row.dataset.stream === view.stream) return refreshDetails(true);
     const stream = overview && overview.streams.find((s) => s.stream === row.dataset.stream);
     select(row.dataset.stream, stream && stream.groups.length > 0 ? stream.groups[0].group : null);
   });
