@@ -22,6 +22,12 @@ export interface StreamView {
    * (the stream's and each group's) are then of the newest 10,000 only.
    */
   deadLettersExact: boolean;
+  /**
+   * Entries ever added to the stream (XINFO STREAM `entries-added`, Redis >= 7): with `length`,
+   * tells the page its tail changed even when a capped stream keeps its length. `null` where the
+   * server does not report it, and for a stream without groups.
+   */
+  entriesAdded: number | null;
   /** Why the stream could not be read (e.g. the key is not a stream); figures are then 0. */
   error?: string;
 }
@@ -34,6 +40,8 @@ export interface GroupView {
   /** `'Class.method'` of this app's handler, when it runs one. */
   handler: string | null;
   consumers: GroupConsumerInfo[];
+  /** The last entry id delivered to the group: with `pending`, tells the page its PEL changed. */
+  lastDeliveredId: string;
   pending: number;
   lag: number | null;
   oldestPendingMs: number | null;

@@ -179,6 +179,7 @@ export class DashboardService {
             group: name,
             state: loop?.state ?? null,
             handler: loop?.handler ?? null,
+            lastDeliveredId,
             ...inspection,
             deadLetters: letters?.byGroup.get(name) ?? 0,
             tpsIn,
@@ -196,10 +197,19 @@ export class DashboardService {
         groups: views,
         deadLetters: letters?.total ?? 0,
         deadLettersExact: letters?.exact ?? true,
+        entriesAdded: counters?.entriesAdded ?? null,
       };
     } catch (err) {
       const error = errorText(err);
-      return { stream, length: 0, groups: [], deadLetters: 0, deadLettersExact: true, error };
+      return {
+        stream,
+        length: 0,
+        groups: [],
+        deadLetters: 0,
+        deadLettersExact: true,
+        entriesAdded: null,
+        error,
+      };
     }
   }
 
