@@ -6,6 +6,7 @@ import { checkRateLimitOption, checkRetryOption } from './echo-stream.delivery-o
 import type { ResolvedHandlerOptions } from './consumer/consumer.types';
 import { messages } from './echo-stream.messages';
 import { EchoStreamConfigError } from './errors/echo-stream-config.error';
+import { INVALID_URL, viewRedisUrl } from './redis/redact-url';
 import type { EchoStreamMetricsOptions } from './interfaces/metrics-options.interface';
 import type {
   EchoStreamClusterOptions,
@@ -97,16 +98,7 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
   const where = 'EchoStreamModule';
   checkKnown(where, options, MODULE_OPTION_NAMES);
   const connection = options.connection ?? MODULE_DEFAULTS.connection;
-  if (typeof connection === 'string' && !/^rediss?:\/\//.test(connection)) {
-    throw new EchoStreamConfigError(
-      messages.badOption(
-        where,
-        'connection',
-        'a redis:// or rediss:// URL or ioredis options',
-        connection,
-      ),
-    );
-  }
+  if (typeof connection === 'string') checkConnectionUrl(where, connection);
   if (typeof connection !== 'string' && (typeof connection !== 'object' || connection === null)) {
     throw new EchoStreamConfigError(
       messages.badOption(where, 'connection', 'a URL or ioredis options', connection),
@@ -245,5 +237,23 @@ function checkInteger(where: string, option: string, value: unknown, min: number
     throw new EchoStreamConfigError(
       messages.badOption(where, option, `an integer >= ${min}`, value),
     );
+  }
+}
+
+/**
+ * A `redis://` / `rediss://` URL ioredis can read; the error shows it without credentials, and
+ * not at all when it does not parse (a password holding `/` or `@` would be quoted otherwise).
+ */
+function checkConnectionUrl(where: string, connection: string): void {
+  const view = viewRedisUrl(connection);
+  if (!view.valid) {
+    throw new EchoStreamConfigError(
+      messages.badUrl(where, 'connection', `${INVALID_URL} (${view.problem})`),
+    );
+  }
+  if (!/^rediss?:\/\//i.test(connection)) {
+    const scheme = /^[a-z][a-z0-9+.-]{0,20}:/i.exec(connection)?.[0];
+    const got = scheme === undefined ? 'a URL without scheme' : `a URL of scheme '${scheme}'`;
+    throw new EchoStreamConfigError(messages.badUrl(where, 'connection', got));
   }
 }
