@@ -49,7 +49,8 @@ export async function runCli(argv: string[], rawIo: CliIo): Promise<number> {
   const io: CliIo = {
     ...rawIo,
     out: (text) => rawIo.out(printable(text)),
-    err: (text) => rawIo.err(printable(text)),
+    // a URL typed where a command or a value was expected is echoed only redacted
+    err: (text) => rawIo.err(printable(redactUrlsIn(text))),
     ask: (question) => rawIo.ask(printable(question)),
   };
   let parsed;

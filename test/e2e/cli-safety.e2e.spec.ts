@@ -189,6 +189,16 @@ describe('echo-stream CLI never prints a credential', () => {
     expect(encoded.stderr).toBe(
       `echo-stream streams: cannot connect to Redis at redis://***@${closed}: connect ECONNREFUSED ${closed}\n`,
     );
+    // a URL typed where the command or a value was expected (--url forgotten)
+    for (const args of [
+      [`redis://:se/cret@${closed}`, 'streams'],
+      [`redis://:Zk9Wq2@${closed}`, 'streams'],
+      ['--url', `redis://${closed}`, 'tail', 'x', '--count', `redis://:se/cret@${closed}`],
+    ]) {
+      const typo = await cli(args);
+      expect([typo.code, typo.stderr]).toEqual([1, expect.stringMatching(/<invalid URL>|\*\*\*@/)]);
+      expect(typo.stderr).not.toMatch(/se\/cret|Zk9Wq2/);
+    }
     // $REDIS_URL is shown by the same rule
     const fromEnv = await cli(['streams'], { REDIS_URL: `redis://:se/cret@${closed}` });
     expect([fromEnv.code, fromEnv.stderr]).toEqual([1, expect.stringContaining('<invalid URL>')]);
