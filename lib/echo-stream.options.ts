@@ -109,6 +109,11 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
       messages.badOption(where, 'cluster', '{ nodes: [...] }', options.cluster),
     );
   }
+  // a node given as a URL is parsed by ioredis only when the Cluster connects: its error (with
+  // the whole URL in 'input') would reach the first command instead of bootstrap
+  for (const node of options.cluster?.nodes ?? []) {
+    if (typeof node === 'string') checkUrl(where, 'cluster.nodes', CLUSTER_NODE, node);
+  }
   const metrics = checkMetricsOptions(where, options.metrics);
   const consumerName = options.consumerName ?? `${hostname()}-${process.pid}`;
   if (typeof consumerName !== 'string' || consumerName.length === 0) {
@@ -245,15 +250,23 @@ function checkInteger(where: string, option: string, value: unknown, min: number
  * not at all when it does not parse (a password holding `/` or `@` would be quoted otherwise).
  */
 function checkConnectionUrl(where: string, connection: string): void {
-  const view = viewRedisUrl(connection);
-  if (!view.valid) {
-    throw new EchoStreamConfigError(
-      messages.badUrl(where, 'connection', `${INVALID_URL} (${view.problem})`),
-    );
-  }
+  checkUrl(where, 'connection', CONNECTION, connection);
   if (!/^rediss?:\/\//i.test(connection)) {
     const scheme = /^[a-z][a-z0-9+.-]{0,20}:/i.exec(connection)?.[0];
     const got = scheme === undefined ? 'a URL without scheme' : `a URL of scheme '${scheme}'`;
-    throw new EchoStreamConfigError(messages.badUrl(where, 'connection', got));
+    throw new EchoStreamConfigError(messages.badUrl(where, 'connection', CONNECTION, got));
   }
 }
+
+/** A URL ioredis can read (see `viewRedisUrl`), else an error quoting nothing of it. */
+function checkUrl(where: string, option: string, expected: string, url: string): void {
+  const view = viewRedisUrl(url);
+  if (!view.valid) {
+    throw new EchoStreamConfigError(
+      messages.badUrl(where, option, expected, `${INVALID_URL} (${view.problem})`),
+    );
+  }
+}
+
+const CONNECTION = 'a redis:// or rediss:// URL or ioredis options';
+const CLUSTER_NODE = 'a list of URLs, host:port strings, ports or { host, port }';

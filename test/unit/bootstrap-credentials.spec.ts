@@ -9,7 +9,12 @@ import 'reflect-metadata';
 import { inspect } from 'node:util';
 import { Injectable, type LoggerService } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { EchoStreamConfigError, EchoStreamModule, StreamHandler } from '../../lib';
+import {
+  EchoStreamConfigError,
+  EchoStreamModule,
+  StreamHandler,
+  type EchoStreamModuleOptions,
+} from '../../lib';
 import { createConnection } from '../../lib/redis/redis-connection.factory';
 
 @Injectable()
@@ -28,11 +33,16 @@ class KeepLines implements LoggerService {
   verbose = this.log;
 }
 
-/** Boots an app of one handler on `connection` (compile, then init) and returns what it threw. */
-async function bootstrapError(connection: string, logger: KeepLines): Promise<unknown> {
+/** Boots an app of one handler (compile, then init) and returns what it threw. */
+async function bootstrapError(
+  options: EchoStreamModuleOptions | string,
+  logger: KeepLines,
+): Promise<unknown> {
   try {
     const moduleRef = await Test.createTestingModule({
-      imports: [EchoStreamModule.forRoot({ connection })],
+      imports: [
+        EchoStreamModule.forRoot(typeof options === 'string' ? { connection: options } : options),
+      ],
       providers: [OneHandler],
     }).compile();
     const app = moduleRef.createNestApplication({ logger });
@@ -82,6 +92,19 @@ describe('bootstrap errors never carry the connection password', () => {
     expect(printed).not.toContain(password);
     expect(printed).not.toContain(encodeURIComponent(password));
     expect((err as Record<string, unknown>).input).toBeUndefined();
+  });
+
+  it('a Cluster node given as a URL: refused at bootstrap, not at the first command', async () => {
+    const logger = new KeepLines();
+    const err = await bootstrapError(
+      { cluster: { nodes: ['127.0.0.1:7000', 'redis://:se/cret@127.0.0.1:7001'] } },
+      logger,
+    );
+    expect(err).toBeInstanceOf(EchoStreamConfigError);
+    expect((err as Error).message).toMatch(
+      /^EchoStreamModule: option 'cluster.nodes' must be .*, got <invalid URL> \(.+\)$/,
+    );
+    expect(everyText(err) + logger.lines.join('\n')).not.toContain('se/cret');
   });
 
   it('the connection factory, reached without the options check, throws the same way', () => {
