@@ -30,7 +30,8 @@ function ask(question: string): Promise<string> {
       resolve(answer);
       lines.close();
     });
-    // stdin ended (Ctrl-D) before a line: no answer is a no
+    // Ctrl-C or Ctrl-D (stdin ended) before a line: no answer is a no
+    lines.once('SIGINT', () => lines.close());
     lines.once('close', () => {
       if (!answered) resolve('');
     });

@@ -394,6 +394,15 @@ describe('echo-stream redrive moves data only when asked to', () => {
       expect(declined.output).toContain('not confirmed: moved 0 dead letters');
       expect(await lengths(stream)).toEqual([2, 3]);
 
+      // Ctrl-C at the question: a no
+      const interrupted = await runCliOnTerminal(
+        ['--url', server.url, 'redrive', stream],
+        prompt,
+        '\u0003',
+      );
+      expect([interrupted.asked, interrupted.code]).toEqual([true, 1]);
+      expect(await lengths(stream)).toEqual([2, 3]);
+
       const confirmed = await runCliOnTerminal(
         ['--url', server.url, 'redrive', stream],
         prompt,
