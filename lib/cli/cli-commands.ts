@@ -16,9 +16,7 @@ export interface CommandContext {
   out: (text: string) => void;
   /** Aborted on Ctrl-C: `tail --follow` stops. */
   signal: AbortSignal;
-  /** stdin is a terminal: {@link CommandContext.confirm} can ask. */
-  interactive: boolean;
-  /** Asks `question` (` [y/N]` added); true only on `y` or `yes`. */
+  /** Asks `question` on the terminal (` [y/N]` added); true only on `y` or `yes`. */
   confirm(question: string): Promise<boolean>;
 }
 
@@ -37,15 +35,9 @@ export interface CommandArgs {
   yes?: boolean;
 }
 
-/** A refusal the CLI prints as one line before exiting with `exitCode` (default 1). */
+/** A refusal the CLI prints as one line before exiting with code 1. */
 export class CliError extends Error {
   override readonly name = 'CliError';
-  constructor(
-    message: string,
-    readonly exitCode: 1 | 2 = 1,
-  ) {
-    super(message);
-  }
 }
 
 /** The options a command may take besides `--url`, `--json` and `--help`. */

@@ -105,7 +105,6 @@ export async function runCli(argv: string[], rawIo: CliIo): Promise<number> {
       json: values.json === true,
       out: io.out,
       signal: io.signal,
-      interactive: io.interactive,
       confirm: async (question: string) =>
         /^(y|yes)$/i.test((await io.ask(`${question} [y/N] `)).trim()),
     };
@@ -113,7 +112,7 @@ export async function runCli(argv: string[], rawIo: CliIo): Promise<number> {
     return 0;
   } catch (err) {
     io.err(`echo-stream ${name}: ${message(err)}`);
-    return err instanceof CliError ? err.exitCode : 1;
+    return 1;
   } finally {
     await connection?.close();
   }
