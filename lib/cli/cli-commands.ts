@@ -223,17 +223,20 @@ export const COMMANDS: Record<string, CommandSpec> = {
     moves: true,
     async run(ctx, { positionals: [stream], group, count, dryRun = false, yes = false }) {
       await requireStream(ctx, stream);
-      const plan = await planRedrive(ctx, stream, group, count);
-      if (dryRun) return printPlan(ctx, stream, plan);
-      if (plan.total > 0 && !yes) {
-        const question = `Move ${plan.total} ${letters(plan.total)} of ${safeText(stream)} back to their streams?`;
-        if (!(await ctx.confirm(question))) {
-          throw new CliError(`not confirmed: moved 0 dead letters of ${stream}`);
+      let limit = count;
+      if (dryRun || !yes) {
+        const plan = await planRedrive(ctx, stream, group, count);
+        if (dryRun) return printPlan(ctx, stream, plan);
+        if (plan.total > 0) {
+          const question = `Move ${plan.total} ${letters(plan.total)} of ${safeText(stream)} back to their streams?`;
+          if (!(await ctx.confirm(question))) {
+            throw new CliError(`not confirmed: moved 0 dead letters of ${stream}`);
+          }
         }
+        // at most the letters announced: ones dead-lettered since then wait for the next redrive
+        limit = plan.total;
       }
-      // at most the letters announced: ones dead-lettered since then wait for the next redrive
-      const redriven =
-        plan.total === 0 ? 0 : await ctx.admin.redrive(stream, { group, count: plan.total });
+      const redriven = limit === 0 ? 0 : await ctx.admin.redrive(stream, { group, count: limit });
       if (ctx.json) return ctx.out(JSON.stringify({ stream, redriven }));
       ctx.out(`moved ${redriven} ${letters(redriven)} back to ${safeText(stream)}`);
     },
