@@ -4,6 +4,9 @@ export const messages = {
     `@${decorator}(): ${what} must be a non-empty string, got ${describe(value)}`,
   badOption: (where: string, option: string, expected: string, value: unknown) =>
     `${where}: option '${option}' must be ${expected}, got ${describe(value)}`,
+  /** As `badOption`, for a URL: `shown` is redacted or `<invalid URL> (reason)`, never the URL. */
+  badUrl: (where: string, option: string, expected: string, shown: string) =>
+    `${where}: option '${option}' must be ${expected}, got ${shown}`,
   unknownOption: (where: string, option: string, known: readonly string[]) =>
     `${where}: unknown option '${option}' (known: ${known.join(', ')})`,
   missingPeer: (option: string, peer: string, range: string) =>

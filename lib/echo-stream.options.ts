@@ -6,6 +6,7 @@ import { checkRateLimitOption, checkRetryOption } from './echo-stream.delivery-o
 import type { ResolvedHandlerOptions } from './consumer/consumer.types';
 import { messages } from './echo-stream.messages';
 import { EchoStreamConfigError } from './errors/echo-stream-config.error';
+import { INVALID_URL, viewRedisUrl } from './redis/redact-url';
 import type { EchoStreamMetricsOptions } from './interfaces/metrics-options.interface';
 import type {
   EchoStreamClusterOptions,
@@ -100,16 +101,7 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
   const where = 'EchoStreamModule';
   checkKnown(where, options, MODULE_OPTION_NAMES);
   const connection = options.connection ?? MODULE_DEFAULTS.connection;
-  if (typeof connection === 'string' && !/^rediss?:\/\//.test(connection)) {
-    throw new EchoStreamConfigError(
-      messages.badOption(
-        where,
-        'connection',
-        'a redis:// or rediss:// URL or ioredis options',
-        connection,
-      ),
-    );
-  }
+  if (typeof connection === 'string') checkConnectionUrl(where, connection);
   if (typeof connection !== 'string' && (typeof connection !== 'object' || connection === null)) {
     throw new EchoStreamConfigError(
       messages.badOption(where, 'connection', 'a URL or ioredis options', connection),
@@ -119,6 +111,11 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
     throw new EchoStreamConfigError(
       messages.badOption(where, 'cluster', '{ nodes: [...] }', options.cluster),
     );
+  }
+  // a node given as a URL is parsed by ioredis only when the Cluster connects: its error (with
+  // the whole URL in 'input') would reach the first command instead of bootstrap
+  for (const node of options.cluster?.nodes ?? []) {
+    if (typeof node === 'string') checkUrl(where, 'cluster.nodes', CLUSTER_NODE, node);
   }
   const metrics = checkMetricsOptions(where, options.metrics);
   const consumerName = options.consumerName ?? `${hostname()}-${process.pid}`;
@@ -250,3 +247,29 @@ function checkInteger(where: string, option: string, value: unknown, min: number
     );
   }
 }
+
+/**
+ * A `redis://` / `rediss://` URL ioredis can read; the error shows it without credentials, and
+ * not at all when it does not parse (a password holding `/` or `@` would be quoted otherwise).
+ */
+function checkConnectionUrl(where: string, connection: string): void {
+  checkUrl(where, 'connection', CONNECTION, connection);
+  if (!/^rediss?:\/\//i.test(connection)) {
+    const scheme = /^[a-z][a-z0-9+.-]{0,20}:/i.exec(connection)?.[0];
+    const got = scheme === undefined ? 'a URL without scheme' : `a URL of scheme '${scheme}'`;
+    throw new EchoStreamConfigError(messages.badUrl(where, 'connection', CONNECTION, got));
+  }
+}
+
+/** A URL ioredis can read (see `viewRedisUrl`), else an error quoting nothing of it. */
+function checkUrl(where: string, option: string, expected: string, url: string): void {
+  const view = viewRedisUrl(url);
+  if (!view.valid) {
+    throw new EchoStreamConfigError(
+      messages.badUrl(where, option, expected, `${INVALID_URL} (${view.problem})`),
+    );
+  }
+}
+
+const CONNECTION = 'a redis:// or rediss:// URL or ioredis options';
+const CLUSTER_NODE = 'a list of URLs, host:port strings, ports or { host, port }';

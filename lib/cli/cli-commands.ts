@@ -16,6 +16,8 @@ export interface CommandContext {
   out: (text: string) => void;
   /** Aborted on Ctrl-C: `tail --follow` stops. */
   signal: AbortSignal;
+  /** Asks `question` on the terminal (` [y/N]` added); true only on `y` or `yes`. */
+  confirm(question: string): Promise<boolean>;
 }
 
 /** The options a command was given, already checked. */
@@ -27,6 +29,10 @@ export interface CommandArgs {
   follow?: boolean;
   from?: string;
   to?: string;
+  /** `--dry-run`: say what would move, move nothing. */
+  dryRun?: boolean;
+  /** `--yes`: move without asking. */
+  yes?: boolean;
 }
 
 /** A refusal the CLI prints as one line before exiting with code 1. */
@@ -34,13 +40,24 @@ export class CliError extends Error {
   override readonly name = 'CliError';
 }
 
+/** The options a command may take besides `--url`, `--json` and `--help`. */
+export type CommandOption =
+  'group' | 'count' | 'after' | 'follow' | 'from' | 'to' | 'dry-run' | 'yes';
+
 /** One command: usage, the options it takes, how many positionals, and what it does. */
 export interface CommandSpec {
   usage: string;
   summary: string;
-  options: Array<'group' | 'count' | 'after' | 'follow' | 'from' | 'to'>;
+  options: CommandOption[];
   positionals: string[];
   example: string;
+  /** More lines of `<command> --help`. */
+  details?: string[];
+  /**
+   * It moves data: without a terminal to ask on, it runs only with `--yes` (or `--dry-run`);
+   * otherwise the CLI refuses with exit code 2 before connecting.
+   */
+  moves?: true;
   run(ctx: CommandContext, args: CommandArgs): Promise<void>;
 }
 
@@ -187,16 +204,41 @@ export const COMMANDS: Record<string, CommandSpec> = {
   },
 
   redrive: {
-    usage: 'redrive <stream> [--group g] [--count n]',
-    summary: 'moves dead letters back to the stream, oldest first (copy, then delete)',
-    options: ['group', 'count'],
+    usage: 'redrive <stream> [--group g] [--count n] [--dry-run] [--yes]',
+    summary:
+      'moves dead letters back to the stream, oldest first (copy, then delete); asks first on a terminal',
+    options: ['group', 'count', 'dry-run', 'yes'],
     positionals: ['stream'],
-    example: 'echo-stream redrive orders --group billing --count 10',
-    async run(ctx, { positionals: [stream], group, count }) {
+    example: 'echo-stream redrive orders --group billing --count 10 --dry-run',
+    details: [
+      '',
+      '  --dry-run   say how many dead letters would move, and which (up to 20 ids; 100 with',
+      '              --json), and move nothing',
+      '  -y, --yes   move without asking',
+      'On a terminal without --yes it asks "Move N dead letters of <stream> back to their',
+      'streams? [y/N]" and moves at most those N on y or yes (exit code 1 on any other answer).',
+      'Without a terminal it refuses unless --yes or --dry-run is given (exit code 2).',
+      'It prints how many moved, 0 included ("moved 0 dead letters"); exit code 0 when it ran.',
+    ],
+    moves: true,
+    async run(ctx, { positionals: [stream], group, count, dryRun = false, yes = false }) {
       await requireStream(ctx, stream);
-      const redriven = await ctx.admin.redrive(stream, { group, count });
+      let limit = count;
+      if (dryRun || !yes) {
+        const plan = await planRedrive(ctx, stream, group, count);
+        if (dryRun) return printPlan(ctx, stream, plan);
+        if (plan.total > 0) {
+          const question = `Move ${plan.total} ${letters(plan.total)} of ${safeText(stream)} back to their streams?`;
+          if (!(await ctx.confirm(question))) {
+            throw new CliError(`not confirmed: moved 0 dead letters of ${stream}`);
+          }
+        }
+        // at most the letters announced: ones dead-lettered since then wait for the next redrive
+        limit = plan.total;
+      }
+      const redriven = limit === 0 ? 0 : await ctx.admin.redrive(stream, { group, count: limit });
       if (ctx.json) return ctx.out(JSON.stringify({ stream, redriven }));
-      ctx.out(`redrove ${redriven} dead letter(s) to ${safeText(stream)}`);
+      ctx.out(`moved ${redriven} ${letters(redriven)} back to ${safeText(stream)}`);
     },
   },
 
@@ -268,4 +310,63 @@ async function requireStream(ctx: CommandContext, stream: string): Promise<void>
 
 function record(fields: readonly string[] | null): Record<string, string> | null {
   return fields === null ? null : fieldsToRecord(fields);
+}
+
+/** Ids a dry run lists (human output, --json). */
+const PLAN_IDS_SHOWN = 20;
+const PLAN_IDS_JSON = 100;
+/** Dead letters read per page while counting what a redrive would move. */
+const PLAN_PAGE = 500;
+
+/** What a redrive would move: how many, and the first dead-letter ids, oldest first. */
+interface RedrivePlan {
+  total: number;
+  entryIds: string[];
+}
+
+/**
+ * Counts the letters `EchoStreamAdmin.redrive()` would move with the same group and count: the
+ * dead letters of `stream` that hold original fields (it leaves the others in place).
+ */
+async function planRedrive(
+  ctx: CommandContext,
+  stream: string,
+  group: string | undefined,
+  count: number | undefined,
+): Promise<RedrivePlan> {
+  const limit = count ?? Number.POSITIVE_INFINITY;
+  const plan: RedrivePlan = { total: 0, entryIds: [] };
+  let after: string | undefined;
+  while (plan.total < limit) {
+    const asked = Math.min(PLAN_PAGE, limit - plan.total);
+    const page = await ctx.admin.deadLetters(stream, { group, count: asked, after });
+    for (const letter of page) {
+      if (Object.keys(letter.fields).length === 0) continue;
+      plan.total++;
+      if (plan.entryIds.length < PLAN_IDS_JSON) plan.entryIds.push(letter.entryId);
+    }
+    if (page.length < asked) break;
+    after = page[page.length - 1].entryId;
+  }
+  return plan;
+}
+
+function printPlan(ctx: CommandContext, stream: string, plan: RedrivePlan): void {
+  if (ctx.json) {
+    const entryIds = plan.entryIds;
+    return ctx.out(
+      JSON.stringify({ stream, dryRun: true, wouldMove: plan.total, entryIds, moved: 0 }),
+    );
+  }
+  ctx.out(
+    `dry run: would move ${plan.total} ${letters(plan.total)} back to ${safeText(stream)}; moved 0`,
+  );
+  const shown = plan.entryIds.slice(0, PLAN_IDS_SHOWN);
+  shown.forEach((id) => ctx.out(`  ${id}`));
+  if (plan.total > shown.length) ctx.out(`  ... and ${plan.total - shown.length} more`);
+}
+
+/** `dead letter` or `dead letters`. */
+function letters(n: number): string {
+  return n === 1 ? 'dead letter' : 'dead letters';
 }

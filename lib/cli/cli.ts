@@ -1,20 +1,25 @@
 import { parseArgs } from 'node:util';
 import { errorText } from '../codec/codecs';
+import { INVALID_URL, redactUrlsIn, viewRedisUrl } from '../redis/redact-url';
 import { openOneShotConnection, type OneShotConnection } from '../redis/stream-browser';
 import { CliError, COMMANDS, type CommandArgs, type CommandSpec } from './cli-commands';
-import { safeText } from './format';
+import { printable, safeText } from './format';
 import { standaloneServices } from './standalone';
 
 const DEFAULT_URL = 'redis://127.0.0.1:6379';
 const MAX_COUNT = 100_000;
 const ENTRY_ID = /^\d{1,20}-\d{1,20}$/;
 
-/** Where the CLI writes, and what stops `tail --follow`. */
+/** Where the CLI writes, what stops `tail --follow`, and whether a person can answer. */
 export interface CliIo {
   out(text: string): void;
   err(text: string): void;
   signal: AbortSignal;
   env: Record<string, string | undefined>;
+  /** stdin is a terminal: a command that moves data may ask before it does. */
+  interactive: boolean;
+  /** Shows `question` and resolves to the line typed (`''` when stdin ends first). */
+  ask(question: string): Promise<string>;
 }
 
 const OPTIONS = {
@@ -27,14 +32,27 @@ const OPTIONS = {
   follow: { type: 'boolean', short: 'f' },
   from: { type: 'string' },
   to: { type: 'string' },
+  'dry-run': { type: 'boolean' },
+  yes: { type: 'boolean', short: 'y' },
 } as const;
 
 /**
  * `echo-stream [--url redis://...] [--json] <command> ...`: runs one command against Redis through
  * the library's own Redis layer and services (no Nest app). Resolves to the exit code: 0, or 1
- * after one line on stderr (bad usage, refused connection, failed AUTH, missing key, WRONGTYPE).
+ * after one line on stderr (bad usage, refused connection, failed AUTH, missing key, WRONGTYPE),
+ * or 2 when a command that moves data has no terminal to ask and no `--yes`.
+ *
+ * Everything printed goes through `printable` (hidden characters escaped), and the URL is shown
+ * only redacted (`redis://***@host:port`), or as `<invalid URL>` when it cannot be used.
  */
-export async function runCli(argv: string[], io: CliIo): Promise<number> {
+export async function runCli(argv: string[], rawIo: CliIo): Promise<number> {
+  const io: CliIo = {
+    ...rawIo,
+    out: (text) => rawIo.out(printable(text)),
+    // a URL typed where a command or a value was expected is echoed only redacted
+    err: (text) => rawIo.err(printable(redactUrlsIn(text))),
+    ask: (question) => rawIo.ask(printable(question)),
+  };
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
@@ -66,16 +84,29 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     io.err(`echo-stream ${name}: ${message(err)}`);
     return 1;
   }
+  if (spec.moves && !args.yes && !args.dryRun && !io.interactive) {
+    io.err(
+      `echo-stream ${name}: no terminal to confirm on: pass --yes to move without asking (or --dry-run to see what would move)`,
+    );
+    return 2;
+  }
   const url = values.url ?? io.env.REDIS_URL ?? DEFAULT_URL;
+  const view = viewRedisUrl(url);
+  if (!view.valid) {
+    io.err(`echo-stream ${name}: cannot use the Redis URL ${INVALID_URL} (${view.problem})`);
+    return 1;
+  }
   let connection: OneShotConnection | undefined;
   try {
-    connection = await connect(url);
+    connection = await connect(url, view.shown);
     const ctx = {
       ...connection,
       ...standaloneServices(connection.client),
       json: values.json === true,
       out: io.out,
       signal: io.signal,
+      confirm: async (question: string) =>
+        /^(y|yes)$/i.test((await io.ask(`${question} [y/N] `)).trim()),
     };
     await spec.run(ctx, args);
     return 0;
@@ -87,12 +118,12 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   }
 }
 
-async function connect(url: string): Promise<OneShotConnection> {
+/** Connects; a failure names the URL as `where` (redacted), the driver's text without any URL. */
+async function connect(url: string, where: string): Promise<OneShotConnection> {
   try {
     return await openOneShotConnection(url);
   } catch (err) {
-    const text = errorText(err);
-    const where = url.replace(/\/\/([^@/]*)@/, '//***@');
+    const text = redactUrlsIn(errorText(err));
     if (/WRONGPASS|NOAUTH|invalid password|AUTH/i.test(text)) {
       throw new CliError(`Redis at ${where} refused the credentials: ${text}`);
     }
@@ -144,13 +175,15 @@ function checkArgs(
     args[key] = value;
   }
   if (values.follow === true) args.follow = true;
+  if (values['dry-run'] === true) args.dryRun = true;
+  if (values.yes === true) args.yes = true;
   return args;
 }
 
-/** An error as one printable line (parseArgs and some replies span several). */
+/** An error as one printable line (parseArgs and some replies span several), URLs redacted. */
 function message(err: unknown): string {
   return safeText(
-    errorText(err)
+    redactUrlsIn(errorText(err))
       .trim()
       .replace(/\s*\n\s*/g, ' '),
   );
@@ -167,6 +200,14 @@ function usage(): string {
     `  --url <url>   Redis to talk to (default: $REDIS_URL, then ${DEFAULT_URL})`,
     '  --json        machine-readable output (tail --follow: one JSON object per line)',
     "  -h, --help    this help, or a command's: echo-stream <command> --help",
+    '',
+    'Options of redrive (the command that moves data):',
+    '  --dry-run     say how many dead letters would move, and which, and move nothing',
+    '  -y, --yes     move without asking; without a terminal, redrive refuses (exit code 2)',
+    '                unless --yes or --dry-run is given',
+    '',
+    'Credentials in --url / $REDIS_URL are never printed: URLs show as redis://***@host:port.',
+    'Percent-encode / ? # @ % in a password (%2F %3F %23 %40 %25).',
   ].join('\n');
 }
 
@@ -175,6 +216,7 @@ function commandHelp(name: string, spec: CommandSpec): string {
     `Usage: echo-stream [--url <url>] [--json] ${spec.usage}`,
     '',
     `${name}: ${spec.summary}.`,
+    ...(spec.details ?? []),
     '',
     `Example: ${spec.example}`,
   ].join('\n');

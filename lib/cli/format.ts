@@ -1,4 +1,4 @@
-/** Text output of the CLI: aligned tables and short durations. */
+/** Text output of the CLI: aligned tables, short durations, and text a terminal shows as it is. */
 
 /** Columns whose header is listed here are right-aligned (numbers). */
 export function table(
@@ -6,7 +6,7 @@ export function table(
   rows: Array<Array<string | number>>,
   numeric: string[] = [],
 ): string {
-  const cells = rows.map((row) => row.map((cell) => oneLine(String(cell))));
+  const cells = rows.map((row) => row.map((cell) => safeText(String(cell))));
   const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((row) => row[i].length)));
   const line = (row: string[]) =>
     row
@@ -29,13 +29,35 @@ export function duration(ms: number | null): string {
   return `${Math.floor(s / 86400)} d ${Math.floor((s % 86400) / 3600)} h`;
 }
 
-/** Control characters (a newline, an escape sequence) in a value would break or hijack the terminal. */
-function oneLine(text: string): string {
-  return text.replace(
-    /[\u0000-\u001f\u007f-\u009f]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
+/**
+ * What a terminal would act on or not show: controls (C0, DEL, C1: a newline, an escape
+ * sequence), format characters (bidirectional controls U+202A-U+202E, U+2066-U+2069, U+061C,
+ * U+200E/F; zero-width U+200B-U+200D, U+2060-U+2064, U+FEFF; tag characters), line and paragraph
+ * separators, lone surrogates, and blank letters that pass for nothing (Hangul fillers, U+034F).
+ * `rtl\u202Egnp.exe` would read as `rtlexe.png`.
+ */
+const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\u034F\u115F\u1160\u3164\uFFA0]/gu;
+const HIDDEN_BUT_NEWLINE = /(?!\n)[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\u034F\u115F\u1160\u3164\uFFA0]/gu;
+
+/** `\u202E` for U+202E; a character beyond U+FFFF as its two UTF-16 halves (valid in JSON too). */
+function escaped(char: string): string {
+  let out = '';
+  for (let i = 0; i < char.length; i++) {
+    out += `\\u${char.charCodeAt(i).toString(16).toUpperCase().padStart(4, '0')}`;
+  }
+  return out;
 }
 
-/** As `oneLine`, for text printed outside a table. */
-export const safeText = oneLine;
+/** One value on one line: every hidden character (newlines included) escaped as `\uXXXX`. */
+export function safeText(text: string): string {
+  return text.replace(HIDDEN, escaped);
+}
+
+/**
+ * Everything the CLI prints, as the last step: hidden characters escaped, newlines kept. On JSON
+ * the escapes are JSON's own (`\u202E` inside a string), so `--json` stays valid JSON and parses
+ * back to the same values.
+ */
+export function printable(text: string): string {
+  return text.replace(HIDDEN_BUT_NEWLINE, escaped);
+}

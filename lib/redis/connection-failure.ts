@@ -1,4 +1,5 @@
 import type { RedisFailureReason } from '../errors/echo-stream-connection.error';
+import { redactUrlsIn } from './redact-url';
 
 /** What went wrong with a connection: its kind and the driver's own words. */
 export interface ConnectionFailure {
@@ -120,9 +121,9 @@ export function failureText(failure: ConnectionFailure): string {
   return failure.detail && failure.detail !== phrase ? `${phrase} (${failure.detail})` : phrase;
 }
 
-/** Hides `user:password@` of a URL that a driver text might quote. */
+/** Hides the credentials of any URL that a driver text might quote. */
 export function maskCredentials(text: string): string {
-  return text.replace(/(rediss?:\/\/)[^@\s/]*@/gi, '$1***@');
+  return redactUrlsIn(text);
 }
 
 /**

@@ -1,5 +1,7 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { EchoStreamClusterOptions } from '../interfaces/module-options.interface';
+import { EchoStreamConfigError } from '../errors/echo-stream-config.error';
+import { INVALID_URL, redactUrlsIn, viewRedisUrl } from './redact-url';
 import type { RedisConnection } from './streams-client';
 
 /**
@@ -65,7 +67,7 @@ export function createConnection(
         : {}),
     });
   } else if (typeof target.connection === 'string') {
-    redis = new Redis(target.connection, {
+    redis = openUrl(target.connection, {
       connectionName,
       retryStrategy: reconnectDelay,
       ...overrides,
@@ -81,4 +83,22 @@ export function createConnection(
   // ioredis emits 'error' on every failed reconnect; unhandled, Node would print each one.
   redis.on('error', onError);
   return redis;
+}
+
+/**
+ * `new Redis(url, options)`, its errors without the URL: ioredis's parser throws the TypeError of
+ * `new URL()`, whose `input` field holds the whole URL, password included. What is thrown instead
+ * says which URL (redacted) and why, and keeps no reference to the driver's error.
+ */
+export function openUrl(url: string, options: RedisOptions): Redis {
+  const view = viewRedisUrl(url);
+  if (!view.valid) {
+    throw new EchoStreamConfigError(`cannot use the Redis URL ${INVALID_URL} (${view.problem})`);
+  }
+  try {
+    return new Redis(url, options);
+  } catch (err) {
+    const reason = redactUrlsIn(err instanceof Error ? err.message : String(err));
+    throw new EchoStreamConfigError(`cannot use the Redis URL ${view.shown}: ${reason}`);
+  }
 }

@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import { openUrl } from './redis-connection.factory';
 import { mapReply, parseEntry, parseReadReply } from './reply-shapes';
 import { RedisStreamsClient, type RawEntry, type RedisConnection } from './streams-client';
 
@@ -168,13 +168,16 @@ export interface OneShotConnection {
  * reconnects forever.
  */
 export async function openOneShotConnection(url: string): Promise<OneShotConnection> {
-  const redis = new Redis(url, {
+  const redis = openUrl(url, {
     lazyConnect: true,
     connectionName: 'echo-stream-cli',
     maxRetriesPerRequest: 0,
     enableOfflineQueue: false,
     connectTimeout: BROWSE_DEADLINE_MS,
     retryStrategy: () => null,
+    // NOTE: ioredis's disconnect() arms a 2 s timer (disconnectTimeout) for a socket that already
+    // closed, so a refused connection kept the CLI alive 2 s after its error line
+    disconnectTimeout: 100,
   });
   let lastError: Error | undefined;
   redis.on('error', (err: Error) => (lastError = err));

@@ -7,38 +7,15 @@
  */
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import type { Redis } from 'ioredis';
+import { CLI_BIN as BIN, runCliProcess as cli, type CliRun as Run } from '../support/cli-process';
 import { freePort, RedisServer, stopAllRedisServers } from '../support/redis-server';
 import { waitFor } from '../support/wait-for';
-
-const BIN = path.resolve('dist', 'cli', 'main.js');
 
 let server: RedisServer;
 let redis: Redis;
 let n = 0;
 const fresh = () => `cli-${process.pid}-${++n}`;
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 const json = async <T>(args: string[]): Promise<T> => {
   const run = await cli(['--url', server.url, '--json', ...args]);
@@ -192,12 +169,15 @@ describe('echo-stream CLI commands', () => {
     ]);
     expect(await json<Letter[]>(['dead-letters', stream, '--group', 'shipping'])).toHaveLength(1);
 
-    expect(await json(['redrive', stream, '--group', 'billing'])).toEqual({ stream, redriven: 1 });
+    expect(await json(['redrive', stream, '--group', 'billing', '--yes'])).toEqual({
+      stream,
+      redriven: 1,
+    });
     const [last] = await redis.xrevrange(stream, '+', '-', 'COUNT', 1);
     expect(last[1]).toEqual(['id', 'dead-1', 'data', '{"x":1}']);
     expect(await redis.xlen(`${stream}:dlq`)).toBe(1);
-    const text = await cli(['--url', server.url, 'redrive', stream]);
-    expect([text.code, text.stdout]).toEqual([0, `redrove 1 dead letter(s) to ${stream}\n`]);
+    const text = await cli(['--url', server.url, 'redrive', stream, '--yes']);
+    expect([text.code, text.stdout]).toEqual([0, `moved 1 dead letter back to ${stream}\n`]);
     expect(await redis.xlen(`${stream}:dlq`)).toBe(0);
     expect(await redis.xlen(stream)).toBe(7);
   });
@@ -273,7 +253,7 @@ describe('echo-stream CLI commands', () => {
     const help = await cli(['redrive', '--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain(
-      'Usage: echo-stream [--url <url>] [--json] redrive <stream> [--group g] [--count n]',
+      'Usage: echo-stream [--url <url>] [--json] redrive <stream> [--group g] [--count n] [--dry-run] [--yes]',
     );
     const all = await cli(['--help']);
     expect(all.code).toBe(0);
@@ -339,13 +319,17 @@ describe('echo-stream CLI errors: one line on stderr, exit code 1', () => {
 
   it('a missing key and a key of another type', async () => {
     const name = fresh();
-    for (const command of ['inspect', 'dead-letters', 'redrive', 'tail']) {
-      oneLine(await cli(['--url', server.url, command, name]), new RegExp(`no such key '${name}'`));
+    // redrive --yes: without a terminal, redrive refuses to run before it connects
+    for (const command of ['inspect', 'dead-letters', 'redrive --yes', 'tail']) {
+      oneLine(
+        await cli(['--url', server.url, ...command.split(' '), name]),
+        new RegExp(`no such key '${name}'`),
+      );
     }
     await redis.set(name, 'plain');
-    for (const command of ['inspect', 'dead-letters', 'redrive', 'tail']) {
+    for (const command of ['inspect', 'dead-letters', 'redrive --yes', 'tail']) {
       oneLine(
-        await cli(['--url', server.url, command, name]),
+        await cli(['--url', server.url, ...command.split(' '), name]),
         new RegExp(`WRONGTYPE: '${name}' is a string, not a stream`),
       );
     }
