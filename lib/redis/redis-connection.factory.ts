@@ -1,6 +1,6 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { EchoStreamClusterOptions } from '../interfaces/module-options.interface';
-import type { RedisConnection } from './streams-client';
+import type { RedisConnection } from './cluster-routing';
 
 /**
  * What a connection is for: a loop's own (it parks reads on it), a shared read of one group
