@@ -5,13 +5,8 @@ import type { ResolvedModuleOptions } from './echo-stream.options';
 import type { RedisLinkStatus } from './interfaces/redis-link-status.interface';
 import type { ConnectionMonitor } from './redis/connection-monitor';
 import { OutageReporter } from './redis/outage-reporter';
-import { createConnection, type ConnectionPurpose } from './redis/redis-connection.factory';
-import {
-  isCluster,
-  keySlot,
-  RedisStreamsClient,
-  type RedisConnection,
-} from './redis/streams-client';
+import type { ConnectionPurpose } from './redis/redis-connection.factory';
+import { RedisStreamsClient } from './redis/streams-client';
 
 /**
  * Owns the Redis connections of the app: one shared (producer, admin, stats, waking parked reads)
@@ -20,7 +15,6 @@ import {
 @Injectable()
 export class EchoStreamConnections implements OnApplicationShutdown {
   private readonly logger = new Logger(EchoStreamConnections.name);
-  private sharedConnection: RedisConnection | undefined;
   private sharedClient: RedisStreamsClient | undefined;
   /** The shared connection's monitor, kept after shutdown so a late status call opens nothing. */
   private sharedLink: ConnectionMonitor | undefined;
@@ -33,8 +27,7 @@ export class EchoStreamConnections implements OnApplicationShutdown {
   /** The shared client (opened on first use). */
   get client(): RedisStreamsClient {
     if (!this.sharedClient) {
-      this.sharedConnection = this.open('shared');
-      this.sharedClient = new RedisStreamsClient(this.sharedConnection);
+      this.sharedClient = this.open('shared');
       this.sharedLink = this.sharedClient.link;
       this.outages.watch(this.sharedLink);
     }
@@ -71,12 +64,12 @@ export class EchoStreamConnections implements OnApplicationShutdown {
    * Cluster one per hash slot, since one XREADGROUP may only name keys of one slot.
    */
   readPartitionOf(stream: string): string {
-    return isCluster(this.client.connection) ? String(keySlot(stream)) : '';
+    return this.client.slotKeyOf(stream);
   }
 
   private loopClient(purpose: ConnectionPurpose): RedisStreamsClient {
-    const control = this.client.connection;
-    const client = new RedisStreamsClient(this.open(purpose), control);
+    // a parked read of the loop is woken by CLIENT UNBLOCK over the shared connection
+    const client = this.open(purpose, this.client);
     this.outages.watch(client.link);
     return client;
   }
@@ -86,10 +79,11 @@ export class EchoStreamConnections implements OnApplicationShutdown {
     this.sharedClient = undefined;
   }
 
-  private open(purpose: ConnectionPurpose): RedisConnection {
+  private open(purpose: ConnectionPurpose, wakeVia?: RedisStreamsClient): RedisStreamsClient {
     // the outage reporter says why Redis is unreachable, the loops say what they retry
-    return createConnection(this.options, purpose, (err) => {
+    const onError = (err: Error): void => {
       this.logger.debug(`Redis connection (${purpose}): ${errorText(err)}`);
-    });
+    };
+    return RedisStreamsClient.open(this.options, purpose, onError, { wakeVia });
   }
 }

@@ -21,7 +21,7 @@ import { PeriodicTask } from './lifecycle/periodic-task';
 import { RetentionLease } from './lifecycle/retention-lease';
 import { StreamRetention } from './lifecycle/stream-retention';
 import { LIFECYCLE_DEFAULTS } from './lifecycle/lifecycle-options';
-import { RedisLifecycleClient } from './redis/lifecycle-client';
+import type { LifecycleClient } from './redis/lifecycle-client';
 
 /** The retention lock lives at least this long (ms), so a busy event loop does not lose it. */
 const MIN_LOCK_TTL_MS = 5000;
@@ -85,7 +85,7 @@ export class EchoStreamLifecycle
   /** Starts the retention and cleanup timers (also with `autoStart: false`). */
   onApplicationBootstrap(): void {
     if (this.options.retention.length === 0 && this.cleanups.length === 0) return;
-    const client = new RedisLifecycleClient(this.connections.client);
+    const client = this.connections.client.lifecycle();
     this.startRetention(client);
     for (const { plan, touchIntervalMs, cleanupIntervalMs } of this.cleanups) {
       const cleanup = new ConsumerCleanup({ ...plan, client });
@@ -150,7 +150,7 @@ export class EchoStreamLifecycle
       .codec;
   }
 
-  private startRetention(client: RedisLifecycleClient): void {
+  private startRetention(client: LifecycleClient): void {
     const intervalMs = this.options.retentionIntervalMs;
     const token = `${this.options.consumerName}:${randomUUID()}`;
     for (const rule of this.options.retention) {

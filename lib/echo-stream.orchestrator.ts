@@ -25,7 +25,7 @@ import { ConsumerTracing } from './tracing/consumer-tracing';
 import { loadOtel } from './tracing/otel-api';
 import type { DeadLetterMessage } from './interfaces/dead-letter-message.interface';
 import type { BatchAcks, StreamMessage } from './interfaces/stream-message.interface';
-import type { StreamsClient } from './redis/streams-client';
+import type { StreamsClient } from './redis/stream-roles';
 
 interface PlannedLoop {
   definition: HandlerDefinition;

@@ -12,8 +12,7 @@ import type {
 import type { HistoryEntry, HistoryOptions } from '../interfaces/lifecycle.interface';
 import { historyWindow, readHistory } from '../lifecycle/history-reader';
 import { compareEntryIds, entryIdMs } from '../redis/entry-id';
-import { RedisLifecycleClient } from '../redis/lifecycle-client';
-import type { RawEntry } from '../redis/streams-client';
+import type { RawEntry } from '../redis/stream-roles';
 
 /** Entries read from a dead-letter stream per XRANGE. */
 const PAGE_SIZE = 100;
@@ -69,7 +68,7 @@ export class EchoStreamAdmin {
       options.codec !== undefined
         ? resolveCodec(options.codec)
         : (this.lifecycle?.codecFor(stream) ?? resolveCodec('json'));
-    yield* readHistory<T>(new RedisLifecycleClient(this.connections.client), stream, window, codec);
+    yield* readHistory<T>(this.connections.client.lifecycle(), stream, window, codec);
   }
 
   /** Starts the handler loops (for `autoStart: false`); idempotent. */

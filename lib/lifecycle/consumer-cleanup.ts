@@ -1,7 +1,7 @@
 import { errorText } from '../codec/codecs';
 import type { ConsumerLogger } from '../consumer/consumer.types';
 import type { LifecycleClient } from '../redis/lifecycle-client';
-import { isNoGroupError } from '../redis/streams-client';
+import { isNoGroupError } from '../redis/redis-errors';
 
 /** Everything one group's cleanup needs (no Nest types). */
 export interface ConsumerCleanupContext {

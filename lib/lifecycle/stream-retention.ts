@@ -3,7 +3,7 @@ import type { ConsumerLogger } from '../consumer/consumer.types';
 import type { ArchivedEntry, RetentionReport } from '../interfaces/lifecycle.interface';
 import { compareEntryIds, entryIdMs, nextEntryId } from '../redis/entry-id';
 import type { LifecycleClient } from '../redis/lifecycle-client';
-import type { RawEntry } from '../redis/streams-client';
+import type { RawEntry } from '../redis/stream-roles';
 import type { ResolvedRetentionRule } from './lifecycle-options';
 import { retentionFloor, type RetentionFloor } from './retention-floor';
 import type { RetentionLease } from './retention-lease';

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { errorText } from '../codec/codecs';
-import { createConnection, type ConnectionTarget } from '../redis/redis-connection.factory';
+import type { ConnectionTarget } from '../redis/redis-connection.factory';
 import { RedisStreamsClient } from '../redis/streams-client';
 
 /**
@@ -33,10 +33,9 @@ export class DurablePublishLink {
   get streams(): RedisStreamsClient {
     if (!this.target || this.closed) return this.shared();
     if (!this.client) {
-      const connection = createConnection(this.target, 'publish', (err) => {
+      this.client = RedisStreamsClient.open(this.target, 'publish', (err) => {
         this.logger.debug(`Redis connection (publish): ${errorText(err)}`);
       });
-      this.client = new RedisStreamsClient(connection);
     }
     return this.client;
   }

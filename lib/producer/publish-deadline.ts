@@ -1,7 +1,7 @@
 import { EchoStreamConnectionError } from '../errors/echo-stream-connection.error';
 import { EchoStreamPublishError } from '../errors/echo-stream-publish.error';
 import type { ConnectionMonitor } from '../redis/connection-monitor';
-import { RedisDeadlineError } from '../redis/streams-client';
+import { RedisDeadlineError } from '../redis/redis-errors';
 
 /** What the publish timer rejects with; the link stays as it is (the reply may just be slow). */
 const NO_REPLY = Symbol('no reply within publishTimeoutMs');

@@ -10,7 +10,7 @@ import type {
   PublishOptions,
   PublishReceipt,
 } from '../interfaces/publish.interface';
-import type { ReplicatedWrite } from '../redis/streams-client';
+import type { ReplicatedWrite } from '../redis/stream-roles';
 import { loadOtel } from '../tracing/otel-api';
 import { ProducerTracing } from '../tracing/producer-tracing';
 import { brandedId } from './branded-id';

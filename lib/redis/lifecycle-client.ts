@@ -1,10 +1,5 @@
-import {
-  RedisStreamsClient,
-  withDeadline,
-  type ConsumerInfo,
-  type RawEntry,
-  type RedisConnection,
-} from './streams-client';
+import type { CommandLink } from './command-link';
+import type { ConsumerInfo, RawEntry, StreamQueries } from './stream-roles';
 
 /** What retention needs to know about one group to compute the floor. */
 export interface GroupFloorInfo {
@@ -19,7 +14,11 @@ export interface GroupFloorInfo {
 export type DeleteConsumerOutcome = 'deleted' | 'has-pending' | 'active' | 'gone';
 
 /**
+<<<<<<< HEAD
  * The Redis commands of retention, archive, history and consumer cleanup (docs/operations.md). The
+=======
+ * The Redis commands of retention, archive, history and consumer cleanup. The
+>>>>>>> i-redis
  * lifecycle collaborators depend on this interface only.
  */
 export interface LifecycleClient {
@@ -82,21 +81,21 @@ for _, c in ipairs(consumers) do
 end
 return -3`;
 
-const DEADLINE_MS = 10_000;
 /** An id above any real entry's (see `touchConsumer`). */
 const TOUCH_ID = '18446744073709551615-0';
 
 /**
- * {@link LifecycleClient} over the app's shared connection. Reads that the streams client already
- * speaks (XINFO, XRANGE, XLEN) go through it; the rest is sent here. Every command names its
- * stream (or lock) key first, so on a Cluster it reaches the master of that key's slot.
+ * {@link LifecycleClient} over the app's shared connection (built by
+ * `RedisStreamsClient.lifecycle()`). Reads that the stream queries already speak (XINFO, XRANGE,
+ * XLEN) go through them; the rest is sent on the same command link, under its deadline rule.
+ * Every command names its stream (or lock) key first, so on a Cluster it reaches the master of
+ * that key's slot.
  */
 export class RedisLifecycleClient implements LifecycleClient {
-  private readonly redis: RedisConnection;
-
-  constructor(private readonly streams: RedisStreamsClient) {
-    this.redis = streams.connection;
-  }
+  constructor(
+    private readonly link: CommandLink,
+    private readonly streams: StreamQueries,
+  ) {}
 
   async groupFloors(stream: string): Promise<GroupFloorInfo[]> {
     // XINFO first: an entry delivered after it is above its last-delivered-id, so an XPENDING
@@ -180,7 +179,6 @@ export class RedisLifecycleClient implements LifecycleClient {
   }
 
   private call(...args: Array<string | number>): Promise<unknown> {
-    const [command, ...rest] = args;
-    return withDeadline(this.redis.call(String(command), ...rest), DEADLINE_MS, String(command));
+    return this.link.send(args);
   }
 }

@@ -2,7 +2,7 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { EchoStreamClusterOptions } from '../interfaces/module-options.interface';
 import { EchoStreamConfigError } from '../errors/echo-stream-config.error';
 import { INVALID_URL, redactUrlsIn, viewRedisUrl } from './redact-url';
-import type { RedisConnection } from './streams-client';
+import type { RedisConnection } from './cluster-routing';
 
 /**
  * What a connection is for: a loop's own (it parks reads on it), a shared read of one group

@@ -1,24 +1,5 @@
 import type { Cluster } from 'ioredis';
-
-/** One XADD of a write pipeline. */
-export interface WriteItem {
-  stream: string;
-  fields: readonly string[];
-  maxLen?: number;
-}
-
-/** What `RedisStreamsClient.addReplicated` wrote and what its WAIT answered. */
-export interface ReplicatedWrite {
-  /** The entry ids written, one per item, in order: these entries ARE on the master. */
-  entryIds: string[];
-  /**
-   * Replicas that acknowledged the writes (WAIT's answer); on a Cluster with several slots, the
-   * lowest answer of their pipelines. 0 when WAIT itself failed (`waitError`).
-   */
-  acknowledged: number;
-  /** WAIT's reply error (an ACL without `+wait`, ...), the writes being done. */
-  waitError?: Error;
-}
+import type { ReplicatedWrite, WriteItem } from './stream-roles';
 
 /** What a durable write needs of the client that owns the connection. */
 export interface WritePipeline {

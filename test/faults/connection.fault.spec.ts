@@ -75,7 +75,7 @@ async function loopBehindProxy(
   return { stream, ledger, proxy, loop };
 }
 
-/** The watchdog deadline of a parked read (streams-client: blockMs + max(1000, blockMs)). */
+/** The watchdog deadline of a parked read (lib/redis/parked-reads.ts: blockMs + max(1000, blockMs)). */
 const watchdogMs = (blockMs: number) => blockMs + Math.max(1000, blockMs);
 
 /** The CLIENT LIST id of the loop's connection parked in XREADGROUP on the server. */

@@ -274,8 +274,8 @@ describe('publish fails fast', () => {
         (err: unknown) => (err as EchoStreamPublishError).written,
       ),
     );
-    const connection = app.get(EchoStreamConnections).client.connection;
-    expect(connection.listenerCount('ready')).toBeLessThan(10);
+    const shared = app.get(EchoStreamConnections).client;
+    expect(shared.listenerCount('ready')).toBeLessThan(10);
     expect(await Promise.all(crowd)).toEqual(new Array(50).fill(false));
     expect(Date.now() - startedAt).toBeLessThan(PUBLISH_TIMEOUT_MS + UPPER_SLACK_MS);
 

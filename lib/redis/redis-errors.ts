@@ -1,0 +1,56 @@
+/**
+ * What a Redis reply or a failed command says, told from the error alone. No ioredis here: the
+ * engine (lib/consumer) and the surfaces classify errors without loading the Redis driver.
+ */
+
+/** Raised when a command outlives its deadline; the connection was replaced. */
+export class RedisDeadlineError extends Error {
+  constructor(command: string, ms: number) {
+    super(
+      `${command} got no reply within ${ms} ms; the connection was dropped and is being replaced`,
+    );
+    this.name = 'RedisDeadlineError';
+  }
+}
+
+/** True for an error reply of the server (not a connection failure): it would say the same again. */
+export function isReplyError(err: unknown): boolean {
+  return err instanceof Error && err.name === 'ReplyError';
+}
+
+/**
+ * True for a reply saying the group (or its stream) no longer exists: `NOGROUP`, or the
+ * `UNBLOCKED the stream key no longer exists` that Redis 7 sends a read parked on a deleted stream.
+ */
+export function isNoGroupError(err: unknown): boolean {
+  return (
+    err instanceof Error &&
+    (err.message.startsWith('NOGROUP') ||
+      err.message.startsWith('UNBLOCKED the stream key no longer exists'))
+  );
+}
+
+/** True for a `BUSYGROUP` reply: XGROUP CREATE found the group already there. */
+export function isBusyGroupError(err: unknown): boolean {
+  return err instanceof Error && err.message.startsWith('BUSYGROUP');
+}
+
+/** True for an `OOM` reply: used memory is over `maxmemory` and the command may add data. */
+export function isOomError(err: unknown): boolean {
+  return err instanceof Error && err.message.startsWith('OOM');
+}
+
+/** True for a `WRONGTYPE` reply: the key holds another type. */
+export function isWrongTypeError(err: unknown): boolean {
+  return err instanceof Error && err.message.startsWith('WRONGTYPE');
+}
+
+/** True for a `NOSCRIPT` reply: the server does not have the script of an EVALSHA (yet). */
+export function isNoScriptError(err: unknown): boolean {
+  return err instanceof Error && err.message.startsWith('NOSCRIPT');
+}
+
+/** True for XINFO's `no such key` reply: the stream does not exist. */
+export function isNoSuchKeyError(err: unknown): boolean {
+  return err instanceof Error && /no such key/i.test(err.message);
+}

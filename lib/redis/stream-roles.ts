@@ -1,0 +1,229 @@
+/**
+ * What the rest of the library may ask of Redis, by role. Callers outside lib/redis depend on
+ * these interfaces (or on `StreamsClient`, their union), never on an ioredis connection: the
+ * consumer engine needs `LoopCommands` and `BlockingReads`, the producer `StreamWrites` and
+ * `DurableWrites`, the admin, stats, dashboard and CLI `StreamQueries`. A leaf: it imports types
+ * only, so unit tests hand any role a small fake and the engine loads no driver through it.
+ */
+import type { ConnectionMonitor } from './connection-monitor';
+import type { RawEntry } from './reply-shapes';
+
+export type { RawEntry } from './reply-shapes';
+
+/** One row of XPENDING's extended form. */
+export interface PendingRow {
+  entryId: string;
+  consumer: string;
+  idleMs: number;
+  deliveries: number;
+}
+
+/** One page of XAUTOCLAIM. */
+export interface AutoClaimPage {
+  /** The cursor for the next call; `'0-0'` once the whole PEL was scanned. */
+  cursor: string;
+  entries: RawEntry[];
+  /** Ids that were pending but no longer exist in the stream (Redis 7); Redis removed them from the PEL. */
+  deletedIds: string[];
+}
+
+/** A query of the group's PEL. */
+export interface PendingQuery {
+  /** Only entries idle at least this long (the IDLE filter, Redis >= 6.2). */
+  minIdleMs?: number;
+  /** Range start, inclusive (`'-'`) or exclusive (`'(1-0'`). */
+  start: string;
+  end: string;
+  count: number;
+  consumer?: string;
+}
+
+/** Summary of one group (XINFO GROUPS). */
+export interface GroupInfo {
+  name: string;
+  pending: number;
+  lag: number | null;
+  lastDeliveredId: string;
+}
+
+/** One consumer of a group (XINFO CONSUMERS). */
+export interface ConsumerInfo {
+  name: string;
+  pending: number;
+  idleMs: number;
+}
+
+/** What one refill of a group's rate budget granted. */
+export interface RateBudgetGrant {
+  /** Starts granted (0..want). */
+  granted: number;
+  /** Ms until the window of the grant ends (the server's clock). */
+  windowLeftMs: number;
+}
+
+/** One XADD of a write pipeline. */
+export interface WriteItem {
+  stream: string;
+  fields: readonly string[];
+  maxLen?: number;
+}
+
+/** What `DurableWrites.addReplicated` wrote and what its WAIT answered. */
+export interface ReplicatedWrite {
+  /** The entry ids written, one per item, in order: these entries ARE on the master. */
+  entryIds: string[];
+  /**
+   * Replicas that acknowledged the writes (WAIT's answer); on a Cluster with several slots, the
+   * lowest answer of their pipelines. 0 when WAIT itself failed (`waitError`).
+   */
+  acknowledged: number;
+  /** WAIT's reply error (an ACL without `+wait`, ...), the writes being done. */
+  waitError?: Error;
+}
+
+/** The commands a consumer loop sends about its group's entries (everything but the reads). */
+export interface LoopCommands {
+  /** XGROUP CREATE ... MKSTREAM; `false` when the group already existed (BUSYGROUP). */
+  createGroup(stream: string, group: string, startId: string): Promise<boolean>;
+  ack(stream: string, group: string, ids: readonly string[]): Promise<number>;
+  autoClaim(
+    stream: string,
+    group: string,
+    consumer: string,
+    minIdleMs: number,
+    cursor: string,
+    count: number,
+  ): Promise<AutoClaimPage>;
+  pending(stream: string, group: string, query: PendingQuery): Promise<PendingRow[]>;
+  /** XPENDING's summary form: how many entries the group's PEL holds (all consumers). */
+  pendingCount(stream: string, group: string): Promise<number>;
+  /** XCLAIM with a min idle time, returning the bodies of the entries this call won. */
+  claim(
+    stream: string,
+    group: string,
+    consumer: string,
+    minIdleMs: number,
+    ids: readonly string[],
+  ): Promise<RawEntry[]>;
+  /** XCLAIM ... JUSTID: resets the idle time of entries this consumer works on (no delivery bump). */
+  touch(stream: string, group: string, consumer: string, ids: readonly string[]): Promise<void>;
+  /**
+   * XCLAIM ... IDLE ms RETRYCOUNT n JUSTID: marks entries as idle for `idleMs`, so peers reclaim
+   * them at once, and sets each one's delivery count to `deliveries[i]` (the count it had before
+   * the read that never reached a handler). Without `deliveries` the counts are kept (a waiting
+   * retry, whose failed attempt was a real delivery).
+   */
+  release(
+    stream: string,
+    group: string,
+    consumer: string,
+    ids: readonly string[],
+    idleMs: number,
+    deliveries?: readonly number[],
+  ): Promise<void>;
+  /**
+   * Takes up to `want` handler starts from the group's budget of `max` per `perMs` window, in one
+   * atomic script call (`rateLimit: { scope: 'group' }`).
+   */
+  takeRateBudget?(
+    stream: string,
+    group: string,
+    max: number,
+    perMs: number,
+    want: number,
+  ): Promise<RateBudgetGrant>;
+}
+
+/**
+ * XREADGROUP, parked on the server or not, and the wake-up of a parked read. A parked read holds
+ * its connection: a client serving these serves one loop (or one shared read) only.
+ */
+export interface BlockingReads {
+  /**
+   * XREADGROUP. With `blockMs` the read parks on the server; a reply that does not come within
+   * `blockMs` + a margin means a dead link: the connection is replaced and the call rejects.
+   */
+  readGroup(
+    stream: string,
+    group: string,
+    consumer: string,
+    count: number,
+    id: string,
+    blockMs?: number,
+  ): Promise<RawEntry[]>;
+  /**
+   * One XREADGROUP of new entries (`>`) on several streams of one group (a shared read): parked
+   * up to `blockMs` like `readGroup`, without BLOCK when `blockMs` is undefined. Entries by
+   * stream; streams that got nothing are absent. `interruptRead` wakes it like a one-stream read;
+   * where it cannot (CLIENT ID refused by an ACL) the read parks at most `uninterruptibleMs`.
+   */
+  readGroups(
+    group: string,
+    consumer: string,
+    count: number,
+    streams: readonly string[],
+    blockMs?: number,
+    uninterruptibleMs?: number,
+  ): Promise<Map<string, RawEntry[]>>;
+  /**
+   * Wakes a parked `readGroup` (it resolves with no entries): CLIENT UNBLOCK, else (denied by an
+   * ACL, no control connection) by dropping the connection when `mayDrop` (a stop), never for a
+   * mere wake-up (a due retry then waits for the read's BLOCK timeout).
+   * @default mayDrop true
+   */
+  interruptRead(mayDrop?: boolean): Promise<void>;
+}
+
+/** Appending to and deleting from streams. */
+export interface StreamWrites {
+  /** XADD; `maxLen` trims approximately (`MAXLEN ~`). */
+  add(stream: string, fields: readonly string[], maxLen?: number): Promise<string>;
+  /** Pipelined XADDs; one entry id per call, in order. */
+  addMany(items: readonly WriteItem[]): Promise<string[]>;
+  /** XDEL; how many of `ids` existed. */
+  remove(stream: string, ids: readonly string[]): Promise<number>;
+}
+
+/** XADDs that wait for replicas (`publish(..., { replicas })`). */
+export interface DurableWrites {
+  /**
+   * XADDs followed by `WAIT replicas timeoutMs` as the LAST command of the same pipeline; on a
+   * Cluster one pipeline per slot, each ending with its own WAIT on the master of its slot. An
+   * XADD's reply error rejects as `addMany` does; WAIT's answer (or its reply error) is
+   * returned, never thrown: the entries are written by then.
+   */
+  addReplicated(
+    items: readonly WriteItem[],
+    replicas: number,
+    timeoutMs: number,
+  ): Promise<ReplicatedWrite>;
+}
+
+/** Read-only questions about streams, groups and the server. */
+export interface StreamQueries {
+  /** XRANGE with COUNT (bounds as XRANGE takes them: `-`, `+`, `(id`, `ms`, `ms-seq`). */
+  range(stream: string, start: string, end: string, count: number): Promise<RawEntry[]>;
+  length(stream: string): Promise<number>;
+  /** XINFO GROUPS; `[]` when the stream does not exist. */
+  groups(stream: string): Promise<GroupInfo[]>;
+  consumers(stream: string, group: string): Promise<ConsumerInfo[]>;
+  /** CONFIG GET of one parameter; `null` when not readable (ACL, managed service). */
+  config(parameter: string): Promise<string | null>;
+}
+
+/** The client's own connection: its state, its reconnects, its end. */
+export interface ClientLink {
+  /** Calls `listener` each time the connection is (re)established and ready. */
+  onReconnect?(listener: () => void): void;
+  /** Why the connection is down, if it is; lets a caller wait for it instead of queueing. */
+  readonly link?: ConnectionMonitor;
+  close(): Promise<void>;
+}
+
+/**
+ * Everything the consumer engine, the producer and the admin ask of Redis: the union of the
+ * roles. The engine depends on this interface (or one role of it) only, so unit tests can hand it
+ * a small fake.
+ */
+export interface StreamsClient
+  extends LoopCommands, BlockingReads, StreamWrites, StreamQueries, ClientLink {}

@@ -1,0 +1,119 @@
+import { isCluster, keySlot } from './cluster-routing';
+import type { CommandLink } from './command-link';
+import { weakest, writeThenWait, type WritePipeline } from './replicated-write';
+import type { DurableWrites, ReplicatedWrite, StreamWrites, WriteItem } from './stream-roles';
+
+/**
+ * {@link StreamWrites} and {@link DurableWrites} on one link: XADD alone or pipelined (one
+ * pipeline per hash slot on a Cluster, all in flight at once), XADDs with a WAIT, XDEL.
+ */
+export class RedisStreamWrites implements StreamWrites, DurableWrites {
+  constructor(private readonly link: CommandLink) {}
+
+  async add(stream: string, fields: readonly string[], maxLen?: number): Promise<string> {
+    return String(await this.link.send(addArgs(stream, fields, maxLen)));
+  }
+
+  async addMany(items: readonly WriteItem[]): Promise<string[]> {
+    if (items.length === 0) return [];
+    if (!isCluster(this.link.connection) || items.length === 1) return this.addPipelined(items);
+    // A Cluster pipeline must stay within one slot: one pipeline per slot, all in flight at once.
+    const { entryIds } = await perSlot(items, async (part) => ({
+      entryIds: await this.addPipelined(part),
+    }));
+    return entryIds;
+  }
+
+  async addReplicated(
+    items: readonly WriteItem[],
+    replicas: number,
+    timeoutMs: number,
+  ): Promise<ReplicatedWrite> {
+    if (items.length === 0) return { entryIds: [], acknowledged: replicas };
+    const redis = this.link.connection;
+    const pipeline: WritePipeline = {
+      exec: (part, tail) => this.execWrites(part, tail),
+      entryId: (result) => this.entryId(result),
+      cluster: isCluster(redis) ? redis : undefined,
+    };
+    const send = (part: readonly WriteItem[]) => writeThenWait(pipeline, part, replicas, timeoutMs);
+    if (!pipeline.cluster) return send(items);
+    const { entryIds, outcomes } = await perSlot(items, send);
+    return weakest(entryIds, outcomes);
+  }
+
+  async remove(stream: string, ids: readonly string[]): Promise<number> {
+    if (ids.length === 0) return 0;
+    return Number(await this.link.send(['XDEL', stream, ...ids]));
+  }
+
+  private async addPipelined(items: readonly WriteItem[]): Promise<string[]> {
+    const results = await this.execWrites(items);
+    return results.map((result) => this.entryId(result));
+  }
+
+  /** The entry id of one XADD's [error, reply] in a pipeline; its error, explained, is thrown. */
+  private entryId([err, id]: [Error | null, unknown]): string {
+    if (err) throw this.link.monitor.explain(err, 'XADD');
+    return String(id);
+  }
+
+  /**
+   * Sends the XADDs of `items` (and `tail`, if any) as one pipeline; one [error, reply] each.
+   * NOTE: no command deadline here: a publish has its own (`publishTimeoutMs`, publish-deadline).
+   */
+  private async execWrites(
+    items: readonly WriteItem[],
+    tail?: Array<string | number>,
+  ): Promise<Array<[Error | null, unknown]>> {
+    const pipeline = this.link.connection.pipeline();
+    for (const item of items) {
+      const [command, ...args] = addArgs(item.stream, item.fields, item.maxLen);
+      pipeline.call(String(command), ...args);
+    }
+    if (tail) pipeline.call(String(tail[0]), ...tail.slice(1));
+    return (
+      (await pipeline.exec().catch((err: unknown) => {
+        throw this.link.monitor.explain(err, 'XADD');
+      })) ?? []
+    );
+  }
+}
+
+/**
+ * Sends `items` in one pipeline per hash slot of their streams (a Cluster pipeline must stay
+ * within one slot), all in flight at once; the entry ids come back in item order, with each
+ * pipeline's outcome.
+ */
+async function perSlot<T extends { entryIds: string[] }>(
+  items: readonly WriteItem[],
+  send: (part: WriteItem[]) => Promise<T>,
+): Promise<{ entryIds: string[]; outcomes: T[] }> {
+  const bySlot = new Map<number, number[]>();
+  items.forEach((item, i) => {
+    const slot = keySlot(item.stream);
+    const group = bySlot.get(slot);
+    if (group) group.push(i);
+    else bySlot.set(slot, [i]);
+  });
+  const entryIds = new Array<string>(items.length);
+  const outcomes = await Promise.all(
+    [...bySlot.values()].map(async (indexes) => {
+      const got = await send(indexes.map((i) => items[i]));
+      indexes.forEach((i, j) => (entryIds[i] = got.entryIds[j]));
+      return got;
+    }),
+  );
+  return { entryIds, outcomes };
+}
+
+function addArgs(
+  stream: string,
+  fields: readonly string[],
+  maxLen?: number,
+): Array<string | number> {
+  const args: Array<string | number> = ['XADD', stream];
+  if (maxLen !== undefined) args.push('MAXLEN', '~', maxLen);
+  args.push('*', ...fields);
+  return args;
+}
