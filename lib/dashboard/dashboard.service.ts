@@ -4,8 +4,8 @@ import { errorText } from '../codec/codecs';
 import { EchoStreamConnections } from '../echo-stream.connections';
 import { ConsumerRegistry } from '../echo-stream.registry';
 import type { ConsumerSnapshot } from '../interfaces/consumer-snapshot.interface';
-import { isInvalidStreamIdError, StreamBrowser } from '../redis/stream-browser';
-import { isWrongTypeError } from '../redis/streams-client';
+import { isInvalidStreamIdError } from '../redis/stream-browser';
+import { isWrongTypeError } from '../redis/redis-errors';
 import { ConsumerStats } from '../stats/consumer-stats.service';
 import type { PageQuery, RedriveBody } from './dashboard-input';
 import { DASHBOARD_OPTIONS } from './dashboard.constants';
@@ -75,7 +75,7 @@ export class DashboardService {
         count: page.count,
       }),
     );
-    const browser = new StreamBrowser(client.connection);
+    const browser = client.browser();
     const out = new PageBudget<PendingEntryView>(page.count);
     // bodies a chunk at a time, each turned into a preview at once: a page of large entries
     // never sits whole in memory
@@ -113,7 +113,7 @@ export class DashboardService {
   async tail(stream: string, page: PageQuery): Promise<TailPageView> {
     this.assertKnown(stream);
     const client = this.connections.client;
-    const browser = new StreamBrowser(client.connection);
+    const browser = client.browser();
     const out = new PageBudget<TailEntryView>(page.count);
     let end = page.after === undefined ? '+' : `(${page.after}`;
     const length = await this.read(stream, () => client.length(stream));
@@ -156,8 +156,7 @@ export class DashboardService {
     const client = this.connections.client;
     try {
       const [length, groups] = await Promise.all([client.length(stream), client.groups(stream)]);
-      const counters =
-        groups.length > 0 ? await new StreamBrowser(client.connection).counters(stream) : undefined;
+      const counters = groups.length > 0 ? await client.browser().counters(stream) : undefined;
       const letters = groups.length > 0 ? await this.deadLetterCounts(stream) : undefined;
       const streamIn = this.rates.rateOf(`${stream}\u0000in`, counters?.entriesAdded ?? null, now);
       const views = await Promise.all(

@@ -1,4 +1,4 @@
-import { StreamBrowser } from '../redis/stream-browser';
+import type { StreamBrowser } from '../redis/stream-browser';
 import type { RedisStreamsClient } from '../redis/streams-client';
 
 /** Most letters one full count reads (newest first); past it the counts are of the newest ones. */
@@ -39,7 +39,7 @@ export class DeadLetterCounter {
     deadLetterStream: string,
     stream: string,
   ): Promise<DeadLetterCounts> {
-    const browser = new StreamBrowser(client.connection);
+    const browser = client.browser();
     const [length, newest] = await Promise.all([
       client.length(deadLetterStream),
       browser.revRange(deadLetterStream, '+', '-', 1),

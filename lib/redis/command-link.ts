@@ -1,3 +1,4 @@
+import type { ChainableCommander } from 'ioredis';
 import { ConnectionMonitor } from './connection-monitor';
 import type { RedisConnection } from './cluster-routing';
 import { RedisDeadlineError } from './redis-errors';
@@ -51,6 +52,32 @@ export class CommandLink {
       this.monitor.noteFailure({
         reason: 'timeout',
         detail: `${command} got no reply within ${deadlineMs} ms`,
+      });
+      this.drop();
+    });
+  }
+
+  /**
+   * Sends the commands `build` adds to one pipeline, under the same rule: one deadline for the
+   * whole pipeline, a late reply drops the link. Replies as ioredis's `exec()` gives them.
+   */
+  pipeline(
+    what: string,
+    build: (pipeline: ChainableCommander) => void,
+    deadlineMs = this.deadlineMs,
+  ): Promise<Array<[Error | null, unknown]>> {
+    const pipeline = this.connection.pipeline();
+    build(pipeline);
+    const pending = pipeline.exec().then(
+      (replies) => replies ?? [],
+      (err: unknown) => {
+        throw this.monitor.explain(err, what);
+      },
+    );
+    return withDeadline(pending, deadlineMs, what, () => {
+      this.monitor.noteFailure({
+        reason: 'timeout',
+        detail: `${what} got no reply within ${deadlineMs} ms`,
       });
       this.drop();
     });

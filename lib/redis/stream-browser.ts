@@ -1,9 +1,9 @@
-import { openUrl } from './redis-connection.factory';
+import type { CommandLink } from './command-link';
 import { mapReply, parseEntry, parseReadReply } from './reply-shapes';
-import { RedisStreamsClient, type RawEntry, type RedisConnection } from './streams-client';
+import type { RawEntry } from './stream-roles';
 
 /** Deadline of one browsing command (the dashboard and the CLI wait for nothing longer). */
-const BROWSE_DEADLINE_MS = 5000;
+export const BROWSE_DEADLINE_MS = 5000;
 
 /**
  * Whether `err` is Redis refusing an entry id or a range bound (`ERR Invalid stream ID ...`,
@@ -29,7 +29,8 @@ export interface StreamKeysPage {
  * SCAN (on a Cluster it scans the node ioredis picks); the rest are keyed and routed as usual.
  */
 export class StreamBrowser {
-  constructor(private readonly redis: RedisConnection) {}
+  /** @param link the link of the client it browses through (its deadline rule applies). */
+  constructor(private readonly link: CommandLink) {}
 
   /** XREVRANGE `stream` `end` `start` COUNT `count`: newest first; `end` may be exclusive (`'(1-0'`). */
   async revRange(stream: string, end: string, start: string, count: number): Promise<RawEntry[]> {
@@ -65,10 +66,14 @@ export class StreamBrowser {
     const complete = span.length < cap;
     const missing = complete ? [] : ids.filter((id) => !found.has(id));
     if (missing.length > 0) {
-      const pipeline = this.redis.pipeline();
-      for (const id of missing) pipeline.xrange(stream, id, id, 'COUNT', 1);
-      const replies = await this.deadline('XRANGE pipeline', pipeline.exec(), BROWSE_DEADLINE_MS);
-      replies?.forEach(([err, reply]) => {
+      const replies = await this.link.pipeline(
+        'XRANGE pipeline',
+        (pipeline) => {
+          for (const id of missing) pipeline.xrange(stream, id, id, 'COUNT', 1);
+        },
+        BROWSE_DEADLINE_MS,
+      );
+      replies.forEach(([err, reply]) => {
         if (err) throw err;
         const [entry] = (reply as unknown[]).map(parseEntry);
         if (entry !== undefined) found.set(entry.entryId, entry.fields);
@@ -139,54 +144,6 @@ export class StreamBrowser {
   }
 
   private call(args: Array<string | number>, deadlineMs = BROWSE_DEADLINE_MS): Promise<unknown> {
-    const [command, ...rest] = args;
-    return this.deadline(String(command), this.redis.call(String(command), ...rest), deadlineMs);
+    return this.link.send(args, deadlineMs);
   }
-
-  private deadline<T>(what: string, reply: Promise<T>, deadlineMs: number): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`${what} got no reply within ${deadlineMs} ms`)),
-        deadlineMs,
-      );
-    });
-    return Promise.race([reply, deadline]).finally(() => clearTimeout(timer));
-  }
-}
-
-/** A connection for one short-lived tool run (the CLI): opened and closed by the caller. */
-export interface OneShotConnection {
-  client: RedisStreamsClient;
-  browser: StreamBrowser;
-  close(): Promise<void>;
-}
-
-/**
- * Connects to `url` once, without retries: a refused connection or a failed AUTH rejects at once
- * with the server's or the socket's own message, instead of queueing commands while ioredis
- * reconnects forever.
- */
-export async function openOneShotConnection(url: string): Promise<OneShotConnection> {
-  const redis = openUrl(url, {
-    lazyConnect: true,
-    connectionName: 'echo-stream-cli',
-    maxRetriesPerRequest: 0,
-    enableOfflineQueue: false,
-    connectTimeout: BROWSE_DEADLINE_MS,
-    retryStrategy: () => null,
-    // NOTE: ioredis's disconnect() arms a 2 s timer (disconnectTimeout) for a socket that already
-    // closed, so a refused connection kept the CLI alive 2 s after its error line
-    disconnectTimeout: 100,
-  });
-  let lastError: Error | undefined;
-  redis.on('error', (err: Error) => (lastError = err));
-  try {
-    await redis.connect();
-  } catch (err) {
-    redis.disconnect();
-    throw lastError ?? err;
-  }
-  const client = new RedisStreamsClient(redis, undefined, BROWSE_DEADLINE_MS);
-  return { client, browser: new StreamBrowser(redis), close: () => client.close() };
 }

@@ -135,15 +135,6 @@ export class RedisStreamsClient implements StreamsClient, DurableWrites {
   }
 
   /**
-   * The underlying connection.
-   * @internal Going away: its last user outside lib/redis, lib/dashboard/dashboard.service.ts
-   *   (`new StreamBrowser(client.connection)`), moves to `browser()`; then delete this getter.
-   */
-  get connection(): RedisConnection {
-    return this.redis;
-  }
-
-  /**
    * Which hash slot `stream` is in, as a string, on a Cluster (one XREADGROUP may only name keys
    * of one slot); `''` on a single node, where every key is in one partition.
    */
@@ -153,7 +144,7 @@ export class RedisStreamsClient implements StreamsClient, DurableWrites {
 
   /** The read-only commands of the dashboard and the CLI (XREVRANGE, SCAN, ...), on this link. */
   browser(): StreamBrowser {
-    return new StreamBrowser(this.redis);
+    return new StreamBrowser(this.commandLink);
   }
 
   /** The commands of retention, archive, history and consumer cleanup, on this link. */
