@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // node bench/durable-publish.mjs (after npm run build): StreamProducer.publish with and without
-// { replicas: 1 } (SPEC §13, README "Durable publish"), on a throw-away master and one replica of
+// { replicas: 1 } (docs/scale.md "Durable publish"), on a throw-away master and one replica of
 // it on the same machine (`--replicaof`, free loopback ports, no persistence). Each figure: the
 // publishes that resolved in BENCH_SECONDS (3) by `concurrency` callers awaiting one publish at a
 // time; then publishMany of 100 entries with { replicas: 1 }. Loopback replica: the WAIT round

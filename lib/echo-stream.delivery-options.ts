@@ -4,7 +4,10 @@ import type { RateLimitOptions, RetryPolicy } from './interfaces/delivery-contro
 
 const RETRY_TYPES = "{ type: 'fixed' | 'exponential' | 'custom', ... } or false";
 
-/** Checks the `retry` option (SPEC §9); throws naming the option, where it was given and the value. */
+/**
+ * Checks the `retry` option (docs/delivery.md "Retries"); throws naming the option, where it was
+ * given and the value.
+ */
 export function checkRetryOption(
   where: string,
   retry: unknown,
@@ -73,7 +76,7 @@ export function checkRetryOption(
   }
 }
 
-/** Checks the `rateLimit` option (SPEC §9); `null` means none. */
+/** Checks the `rateLimit` option (docs/delivery.md "Rate limits"); `null` means none. */
 export function checkRateLimitOption(
   where: string,
   rateLimit: unknown,

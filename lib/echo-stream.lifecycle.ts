@@ -45,9 +45,9 @@ export function retentionLockKey(stream: string): string {
 }
 
 /**
- * Runs the stream lifecycle of SPEC §12 on timers from bootstrap to shutdown: retention (with
- * the archive methods) per rule, consumer cleanup per handler (internal). Also answers which codec
- * decodes a stream's history.
+ * Runs the stream lifecycle (docs/operations.md) on timers from bootstrap to shutdown: retention
+ * (with the archive methods) per rule, consumer cleanup per handler (internal). Also answers which
+ * codec decodes a stream's history.
  */
 @Injectable()
 export class EchoStreamLifecycle

@@ -31,12 +31,12 @@ export interface ResolvedModuleOptions {
   autoStart: boolean;
   sharedReads: boolean;
   publishTimeoutMs: number;
-  /** Retention rules, validated (SPEC §12). */
+  /** Retention rules, validated (docs/operations.md "Retention and archive"). */
   retention: ResolvedRetentionRule[];
   retentionIntervalMs: number;
 }
 
-/** The documented defaults of SPEC §1. */
+/** The documented module defaults (README "Options"). */
 export const MODULE_DEFAULTS = {
   connection: 'redis://127.0.0.1:6379',
   shutdownTimeoutMs: 10_000,
@@ -45,7 +45,10 @@ export const MODULE_DEFAULTS = {
   publishTimeoutMs: 2000,
 } as const;
 
-/** The documented handler defaults of SPEC §2 (`claimIntervalMs` and `deadLetterStream` derive). */
+/**
+ * The documented handler defaults (README "Options"; `claimIntervalMs` and `deadLetterStream`
+ * derive).
+ */
 export const HANDLER_DEFAULTS = {
   batchSize: 100,
   blockMs: 5000,

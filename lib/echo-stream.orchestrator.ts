@@ -32,7 +32,9 @@ interface PlannedLoop {
   options: ResolvedHandlerOptions;
 }
 
-/** The connections the loops share while they run (`sharedReads`, SPEC §13). */
+/**
+ * The connections the loops share while they run (`sharedReads`, docs/scale.md "Many handlers").
+ */
 interface SharedLoopLinks {
   /** Every loop's commands but its blocking read. */
   commands: StreamsClient;

@@ -6,7 +6,8 @@
  * then, which billing refuses until it is dead-lettered, and a malformed one through
  * `POST /orders/unchecked`, which billing's ValidationPipe rejects at once) plus undecodable entries
  * written straight to the stream, and prints the app's log (handled orders, retries, dead letters) and a figures
- * line every 5 s. Open the printed URL for the live page.
+ * line every 5 s. Open the printed dashboard URL to watch the consumer loops, their groups and the
+ * dead letters; the sample's own page shows the orders.
  *
  *   npm run demo                   # until Ctrl-C
  *   DEMO_SECONDS=20 npm run demo   # stops by itself after 20 s (exit 0)
@@ -206,17 +207,18 @@ async function postOrder(base, order, path = '/orders') {
   return res.json();
 }
 
+/** One line from the sample's orders summary (`GET /stats`); the loops are the dashboard's. */
 function figures(s) {
-  return s.loops
-    .map((l) => {
-      const i = l.inspection;
-      return (
-        `${l.stream}/${l.group} ${l.state} in ${l.tpsIn.toFixed(1)}/s out ${l.tpsOut.toFixed(1)}/s ` +
-        `acked ${l.totalAcked} errors ${l.totalErrors} dlq ${l.totalDlq}` +
-        (i ? ` pending ${i.pending} lag ${i.lag ?? '-'}` : '')
-      );
-    })
-    .join(' | ');
+  const reasons = {};
+  for (const d of s.deadLetters.recent) reasons[d.reason] = (reasons[d.reason] ?? 0) + 1;
+  const recent = Object.entries(reasons)
+    .map(([reason, n]) => `${reason} ${n}`)
+    .join(', ');
+  return (
+    `orders charged ${s.ledger.charged}, duplicates skipped ${s.ledger.duplicates}, ` +
+    `dead letters received ${s.deadLetters.total}` +
+    (recent ? ` (of the last ${s.deadLetters.recent.length}: ${recent})` : '')
+  );
 }
 
 async function main() {
@@ -245,10 +247,15 @@ async function main() {
   state.client.on('error', () => undefined);
 
   console.log('');
-  say(paint('1', `live page:  ${base}/`));
-  say(paint('1', `dashboard:  ${base}/echo-stream`));
-  say(`JSON stats: ${base}/stats`);
-  say(`Prometheus: ${base}/metrics`);
+  say(
+    paint(
+      '1',
+      `dashboard:   ${base}/echo-stream   (consumer loops, groups, pending, dead letters)`,
+    ),
+  );
+  say(paint('1', `orders page: ${base}/`));
+  say(`orders JSON: ${base}/stats`);
+  say(`Prometheus:  ${base}/metrics`);
   say(
     `publishing ~${RATE} orders/s through POST /orders (FAILURE_RATE ${process.env.FAILURE_RATE ?? 0.1}), ` +
       `a poison order every ${POISON_EVERY}, a malformed one every ${MALFORMED_EVERY} and an undecodable entry every ${UNDECODABLE_EVERY}; ` +

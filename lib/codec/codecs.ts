@@ -1,6 +1,7 @@
 import { inspect } from 'node:util';
 import { CodecOption, StreamCodec } from '../interfaces/codec.interface';
 import { isTraceField } from '../tracing/trace-fields';
+import { boundedText, ERROR_TEXT_MAX_BYTES } from './bounded-text';
 
 /** The field that carries the producer's branded id; never part of a codec's field map. */
 export const ID_FIELD = 'id';
@@ -127,15 +128,18 @@ export function brandedIdOf(flat: readonly string[]): string | undefined {
 }
 
 /**
- * Error text for logs and dead letters: the message, never `{}`. It never throws, whatever was
- * thrown: a null-prototype object, a cycle, a getter or a Proxy trap that throws each fall back to
- * the next way of printing it, down to a fixed text naming its type.
+ * Error text for logs and dead letters: the message, never `{}`, and never longer than `maxBytes`
+ * UTF-8 bytes (cut by {@link boundedText}: a thrown megabyte stays out of Redis and the logs). It
+ * never throws, whatever was thrown: a null-prototype object, a cycle, a getter or a Proxy trap
+ * that throws each fall back to the next way of printing it, down to a fixed text naming its type.
+ * @param maxBytes @default ERROR_TEXT_MAX_BYTES (8192); `Infinity` for a part of a longer text
+ * that is bounded as a whole.
  */
-export function errorText(err: unknown): string {
+export function errorText(err: unknown, maxBytes: number = ERROR_TEXT_MAX_BYTES): string {
   for (const print of PRINTERS) {
     try {
       const text = print(err);
-      if (typeof text === 'string' && text !== '') return text;
+      if (typeof text === 'string' && text !== '') return boundedText(text, maxBytes);
     } catch {
       // the next printer
     }
@@ -143,14 +147,37 @@ export function errorText(err: unknown): string {
   return `an unprintable ${typeof err}`;
 }
 
-/** The stack of a thrown Error, for the logger; `undefined` for anything else or when it throws. */
-export function errorStack(err: unknown): string | undefined {
+/**
+ * The stack of a thrown Error, for the logger; `undefined` for anything else or when it throws.
+ * Bounded like {@link errorText}: the stack's first line is the message, so a long message is cut
+ * there and the frames, the part worth reading, are kept.
+ * @param maxBytes @default ERROR_TEXT_MAX_BYTES (8192)
+ */
+export function errorStack(
+  err: unknown,
+  maxBytes: number = ERROR_TEXT_MAX_BYTES,
+): string | undefined {
+  let stack: unknown;
   try {
-    const stack = err instanceof Error ? err.stack : undefined;
-    return typeof stack === 'string' ? stack : undefined;
+    stack = err instanceof Error ? err.stack : undefined;
   } catch {
     return undefined;
   }
+  return typeof stack === 'string' ? boundedStack(stack, maxBytes) : undefined;
+}
+
+/** The least room kept for the head of a cut stack (its message); frames longer than the rest go. */
+const STACK_HEAD_MIN_BYTES = 1024;
+
+function boundedStack(stack: string, maxBytes: number): string {
+  const bounded = boundedText(stack, maxBytes);
+  if (bounded === stack) return stack;
+  const framesAt = stack.search(/\n\s+at /);
+  if (framesAt < 0) return bounded;
+  const frames = stack.slice(framesAt);
+  const headRoom = maxBytes - Buffer.byteLength(frames, 'utf8');
+  if (headRoom < STACK_HEAD_MIN_BYTES) return bounded;
+  return boundedText(stack.slice(0, framesAt), headRoom) + frames;
 }
 
 /** Ways to print a thrown value, best first; each may throw or give nothing (then the next). */
@@ -177,7 +204,9 @@ function parseData(data: string | undefined): unknown {
   try {
     return JSON.parse(data);
   } catch (err) {
-    throw new DecodeError(`'${DATA_FIELD}' is not valid JSON: ${errorText(err)}`);
+    throw new DecodeError(
+      boundedText(`'${DATA_FIELD}' is not valid JSON: ${errorText(err, Infinity)}`),
+    );
   }
 }
 

@@ -1,1 +1,2 @@
 export * from './codecs';
+export * from './bounded-text';

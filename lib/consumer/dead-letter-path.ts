@@ -1,3 +1,4 @@
+import { boundedText } from '../codec/bounded-text';
 import { brandedIdOf, errorStack, errorText, fieldsToRecord } from '../codec/codecs';
 import type {
   DeadLetterMessage,
@@ -82,7 +83,7 @@ export class DeadLetterPath {
     const ackFailures: unknown[] = [];
     for (const candidate of candidates) {
       if (this.isStopping()) break;
-      const sent = await this.sendOne(candidate, reason); // never throws
+      const sent = await this.sendOne(bounded(candidate), reason); // never throws
       this.current = undefined;
       if (!sent) continue;
       // acked at once, pipelined with the next entry's copy: a stop that gives up on a later
@@ -172,4 +173,13 @@ export class DeadLetterPath {
       error: candidate.error,
     };
   }
+}
+
+/**
+ * The candidate with its error text within the dead-letter bound, whoever made the text: what the
+ * copy, the `@DeadLetter` methods and the log line get is the same cut (README "Dead letters").
+ */
+function bounded(candidate: DeadLetterCandidate): DeadLetterCandidate {
+  const { error } = candidate;
+  return error === undefined ? candidate : { ...candidate, error: boundedText(error) };
 }

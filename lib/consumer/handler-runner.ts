@@ -1,3 +1,4 @@
+import { boundedText } from '../codec/bounded-text';
 import { errorStack, errorText } from '../codec/codecs';
 import { isEntryRejected } from '../errors/entry-rejected.error';
 import type { BatchAcks, StreamMessage } from '../interfaces/stream-message.interface';
@@ -81,7 +82,7 @@ export class HandlerRunner implements HandlerErrors {
             (rejected ??= []).push({
               entryId: message.entryId,
               attempts: message.attempts,
-              error: err.message,
+              error: boundedText(err.message),
             });
           else {
             this.entryFailed(err, message);
@@ -133,7 +134,7 @@ export class HandlerRunner implements HandlerErrors {
         const rejected = messages.map(({ entryId, attempts }) => ({
           entryId,
           attempts,
-          error: err.message,
+          error: boundedText(err.message),
         }));
         return { ok: [], unstarted: [], failed: [], rejected };
       }

@@ -12,7 +12,7 @@ import { streamParam, type StreamPipe } from './stream-param.decorator';
  * @StreamHandler('orders', 'billing')
  * charge(@Payload(new ValidationPipe({ transform: true })) order: OrderDto) { ... }
  * ```
- * @see README "Nest pipeline"
+ * @see docs/delivery.md "Nest pipeline"
  */
 export function Payload(...pipes: StreamPipe[]): ParameterDecorator;
 export function Payload(property: string, ...pipes: StreamPipe[]): ParameterDecorator;

@@ -24,7 +24,7 @@ export interface ReplicationErrorFields {
  * be consumed; what is not known is whether they survive a failover of that master. Do not
  * publish them again as new messages; re-publishing under the same `{ id }` is safe (consumers
  * dedup on it) when a second write is wanted for the replicas' sake.
- * @see README "Durable publish"
+ * @see docs/scale.md "Durable publish"
  */
 export class EchoStreamReplicationError extends Error implements ReplicationErrorFields {
   readonly stream: string;

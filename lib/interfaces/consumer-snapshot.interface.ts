@@ -27,7 +27,7 @@ export interface ConsumerSnapshot {
   readonly tpsIn: number;
   /** Entries acknowledged per second over the last 10 s. */
   readonly tpsOut: number;
-  /** The last error text (Redis or handler), if any. */
+  /** The last error text (Redis or handler), if any; at most 8 KiB, cut like a dead letter's. */
   readonly lastError: string | null;
 }
 

@@ -14,7 +14,10 @@ export interface DeadLetterEntry {
   readonly sourceEntryId: string;
   /** `dlq_attempts`: the delivery count when it was dead-lettered (0 when absent). */
   readonly attempts: number;
-  /** `dlq_error`: the decode error or last handler error, when known. */
+  /**
+   * `dlq_error`: the decode error or last handler error, when known; at most 8 KiB, a longer text
+   * cut and marked `... [cut: N more bytes]` (entries written since that bound existed).
+   */
   readonly error: string | undefined;
   /** `dlq_at`: when it was dead-lettered (the dead-letter entry's id time when absent). */
   readonly at: Date;

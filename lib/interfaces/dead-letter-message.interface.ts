@@ -25,7 +25,8 @@ export interface DeadLetterMessage {
   readonly fields: Readonly<Record<string, string>>;
   /**
    * Decode error text, the rejection's message, or the last handler error this process saw for the
-   * entry, when known.
+   * entry, when known. At most 8 KiB of UTF-8: a longer text is cut between two characters and
+   * ends in `... [cut: N more bytes]` (README "Dead letters").
    */
   readonly error: string | undefined;
 }

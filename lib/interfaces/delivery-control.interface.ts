@@ -1,10 +1,10 @@
 import type { StreamMessage } from './stream-message.interface';
 
 /**
- * When a failed entry is handed to a handler again (SPEC §9). The delay is measured from the
- * failure of attempt `n` to the start of attempt `n + 1`.
+ * When a failed entry is handed to a handler again (docs/delivery.md "Retries"). The delay is
+ * measured from the failure of attempt `n` to the start of attempt `n + 1`.
  *
- * @see README "Retries"
+ * @see docs/delivery.md "Retries"
  */
 export type RetryPolicy =
   | {
@@ -46,9 +46,9 @@ export type RetryPolicy =
     };
 
 /**
- * A cap on handler starts (SPEC §9): at most `max` per window of `perMs`.
+ * A cap on handler starts (docs/delivery.md "Rate limits"): at most `max` per window of `perMs`.
  *
- * @see README "Rate limits"
+ * @see docs/delivery.md "Rate limits"
  */
 export interface RateLimitOptions {
   /** Handler starts allowed per window (integer >= 1). */

@@ -4,7 +4,7 @@ import type { CodecOption } from './codec.interface';
  * One stream's retention rule (module option `retention`). At least one of `maxAgeMs` and
  * `maxLen` is required; an entry is trimmed when it is older than `maxAgeMs` OR beyond the newest
  * `maxLen`, and only when no group of the stream still needs it.
- * @see README "Retention and archive"
+ * @see docs/operations.md "Retention and archive"
  */
 export interface RetentionRule {
   /** The stream to trim. */

@@ -16,7 +16,7 @@ export interface EchoStreamMetricsOptions {
    * app's) that gets the module's metrics as collectors at bootstrap, read at scrape time and
    * removed at shutdown. Same names, types, help texts and labels as `ConsumerStats.prometheus()`.
    * Needs the optional peer `prom-client` (^15).
-   * @see README "Metrics with prom-client / @willsoto/nestjs-prometheus"
+   * @see docs/observability.md "Metrics with prom-client / @willsoto/nestjs-prometheus"
    */
   registry: EchoStreamMetricsRegistry;
 }

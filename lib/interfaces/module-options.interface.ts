@@ -44,14 +44,14 @@ export interface EchoStreamModuleOptions {
    */
   autoStart?: boolean;
   /**
-   * Shared reads (SPEC §13): the loops of one group name on one Redis node (on a Cluster: one
-   * hash slot) wait for new entries in one blocking `XREADGROUP ... STREAMS s1 s2 ...` on one
-   * connection, and send every other command over one loop-commands connection; so an app holds
-   * (group names + 2) connections per node however many handlers it has. Each loop keeps the rest
-   * of its own (PEL drain, reclaim, dead letters, retries, concurrency, stats). `false`: every loop
-   * parks its read on a connection of its own, as before.
+   * Shared reads (docs/scale.md "Many handlers"): the loops of one group name on one Redis node (on
+   * a Cluster: one hash slot) wait for new entries in one blocking `XREADGROUP ... STREAMS s1 s2
+   * ...` on one connection, and send every other command over one loop-commands connection; so an
+   * app holds (group names + 2) connections per node however many handlers it has. Each loop keeps
+   * the rest of its own (PEL drain, reclaim, dead letters, retries, concurrency, stats). `false`:
+   * every loop parks its read on a connection of its own, as before.
    * @default true
-   * @see README "Many handlers"
+   * @see docs/scale.md "Many handlers"
    */
   sharedReads?: boolean;
   /**
@@ -60,14 +60,14 @@ export interface EchoStreamModuleOptions {
    * the reply. Past it the call rejects with `EchoStreamPublishError`; the write is never sent
    * twice by the package.
    * @default 2000
-   * @see README "When Redis is down"
+   * @see docs/operations.md "When Redis is down"
    */
   publishTimeoutMs?: number;
   /**
    * Safe retention: per stream, trim entries older than `maxAgeMs` and/or beyond the newest
    * `maxLen`, never one that a group of the stream has not acknowledged yet.
    * @default [] (nothing trimmed)
-   * @see README "Retention and archive"
+   * @see docs/operations.md "Retention and archive"
    */
   retention?: RetentionRule[];
   /**

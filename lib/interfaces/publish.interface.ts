@@ -8,7 +8,7 @@ export interface PublishManyOptions {
    */
   maxLen?: number;
   /**
-   * How the payload becomes stream fields (SPEC §5).
+   * How the payload becomes stream fields (docs/publishing.md "Wire format").
    * @default 'json'
    */
   codec?: CodecOption;
@@ -17,7 +17,7 @@ export interface PublishManyOptions {
    * replicaTimeoutMs`, the last command of the write's pipeline), else reject with
    * `EchoStreamReplicationError` (the entries are written on the master all the same). An integer
    * >= 0; 0 or absent: no WAIT (nothing more is sent).
-   * @see README "Durable publish" (what it does and does not promise)
+   * @see docs/scale.md "Durable publish" (what it does and does not promise)
    */
   replicas?: number;
   /**

@@ -63,21 +63,21 @@ export interface StreamHandlerOptions {
    * Deletes consumers of the group idle longer than `idleMs` that hold no pending entries (the
    * names of processes long gone); `false` to keep every consumer.
    * @default { idleMs: 86400000 }
-   * @see README "Consumer cleanup"
+   * @see docs/operations.md "Consumer cleanup"
    */
   consumerCleanup: ConsumerCleanupOptions | false;
   /**
    * When a failed entry is handed to a handler again; `false` = only the reclaim after
    * `minIdleMs` (the crash path, the behaviour before 0.2).
    * @default { type: 'exponential', initialMs: 1000, factor: 2, maxMs: 60000, jitter: 0 }
-   * @see README "Retries"
+   * @see docs/delivery.md "Retries"
    */
   retry: RetryPolicy | false;
   /**
    * At most `max` handler starts per `perMs`, for this loop (`scope: 'process'`) or for every
    * consumer of the group (`scope: 'group'`); `null` = no limit.
    * @default null
-   * @see README "Rate limits"
+   * @see docs/delivery.md "Rate limits"
    */
   rateLimit: RateLimitOptions | null;
 }

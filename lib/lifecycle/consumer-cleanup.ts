@@ -17,10 +17,11 @@ export interface ConsumerCleanupContext {
 
 /**
  * Deletes the consumers of one group that are idle longer than `idleMs` and hold no pending entry
- * (SPEC §12): the names of processes long gone (pods of past deploys). A consumer that still holds
- * entries stays until the loop's reclaim has moved them to a live consumer; this process's own
- * consumer is never touched. The check and the delete are one script, so a consumer that wakes up
- * and reads in between is not deleted with its entries. Plain TypeScript.
+ * (docs/operations.md "Consumer cleanup"): the names of processes long gone (pods of past deploys).
+ * A consumer that still holds entries stays until the loop's reclaim has moved them to a live
+ * consumer; this process's own consumer is never touched. The check and the delete are one script,
+ * so a consumer that wakes up and reads in between is not deleted with its entries. Plain
+ * TypeScript.
  */
 export class ConsumerCleanup {
   constructor(private readonly ctx: ConsumerCleanupContext) {}

@@ -2,7 +2,7 @@ import { messages } from '../echo-stream.messages';
 import { EchoStreamConfigError } from '../errors/echo-stream-config.error';
 import type { RetentionRule } from '../interfaces/lifecycle.interface';
 
-/** The documented defaults of SPEC §12. */
+/** The documented defaults of retention and consumer cleanup (docs/operations.md). */
 export const LIFECYCLE_DEFAULTS = {
   retentionIntervalMs: 60_000,
   consumerCleanupIdleMs: 86_400_000,

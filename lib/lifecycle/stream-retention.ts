@@ -1,4 +1,4 @@
-import { brandedIdOf, errorText, fieldsToRecord } from '../codec/codecs';
+import { brandedIdOf, errorStack, errorText, fieldsToRecord } from '../codec/codecs';
 import type { ConsumerLogger } from '../consumer/consumer.types';
 import type { ArchivedEntry, RetentionReport } from '../interfaces/lifecycle.interface';
 import { compareEntryIds, entryIdMs, nextEntryId } from '../redis/entry-id';
@@ -38,10 +38,11 @@ interface Cuts {
 }
 
 /**
- * Safe retention of one stream (SPEC §12): each `run()` (one per interval) takes the stream's
- * lock; the holder trims from the head what the rule asks for, never at or above the floor (the
- * oldest entry some group has not acknowledged), handing each page to the archive method first.
- * Processes that do not hold the lock only refresh their report. Plain TypeScript.
+ * Safe retention of one stream (docs/operations.md "Retention and archive"): each `run()` (one per
+ * interval) takes the stream's lock; the holder trims from the head what the rule asks for, never
+ * at or above the floor (the oldest entry some group has not acknowledged), handing each page to
+ * the archive method first. Processes that do not hold the lock only refresh their report. Plain
+ * TypeScript.
  */
 export class StreamRetention {
   private trimmedTotal = 0;
@@ -167,7 +168,7 @@ export class StreamRetention {
           this.ctx.logger.error(
             `@StreamArchive ${archive.name} failed on ${take.length} entries of '${this.stream}' ` +
               `(${take[0].entryId} .. ${lastId}): ${errorText(err)}; none of them trimmed, retried next interval`,
-            err instanceof Error ? err.stack : undefined,
+            errorStack(err),
           );
           return;
         }

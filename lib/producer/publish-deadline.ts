@@ -17,7 +17,7 @@ export interface PublishCall {
 
 /**
  * Runs one write (`send`) within `timeoutMs` in all, so a publish fails fast while Redis is
- * unreachable (SPEC: `publishTimeoutMs`):
+ * unreachable (`publishTimeoutMs`, docs/operations.md "When Redis is down"):
  * 1. no connection yet: wait for it (nothing is queued) at most `timeoutMs`; past it, reject with
  *    `written: false` and the outage's cause;
  * 2. connected: send once, wait for the reply what is left of `timeoutMs`; past it, or when the

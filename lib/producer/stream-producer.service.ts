@@ -17,7 +17,7 @@ import { brandedId } from './branded-id';
 import { DurablePublishLink } from './durable-publish-link';
 import { publishWithin } from './publish-deadline';
 
-/** `replicaTimeoutMs` when `replicas` is given without it (SPEC §13). */
+/** `replicaTimeoutMs` when `replicas` is given without it (docs/scale.md "Durable publish"). */
 const DEFAULT_REPLICA_TIMEOUT_MS = 1000;
 /** The longest `replicaTimeoutMs` accepted: 10 minutes. */
 const MAX_REPLICA_TIMEOUT_MS = 600_000;
@@ -45,15 +45,19 @@ interface Durability {
 }
 
 /**
- * Writes entries in the wire format of SPEC §5: an `id` field with a branded id (the consumers'
- * dedup key) and the codec's fields (`data` = JSON text with the default `'json'` codec).
+ * Writes entries in the wire format (docs/publishing.md "Wire format"): an `id` field with a
+ * branded id (the consumers' dedup key) and the codec's fields (`data` = JSON text with the default
+ * `'json'` codec).
  *
  * Ids come from the process-wide branded id generator, so every receipt of this process is
  * strictly increasing in publish order.
  */
 @Injectable()
 export class StreamProducer implements OnApplicationShutdown {
-  /** PRODUCER spans and trace fields, when `@opentelemetry/api` is installed (SPEC §10). */
+  /**
+   * PRODUCER spans and trace fields, when `@opentelemetry/api` is installed (docs/observability.md
+   * "Tracing").
+   */
   private readonly tracing: ProducerTracing | undefined;
   /** Where durable publishes (`{ replicas }`) go: a connection of their own, see the class. */
   private readonly durableLink: DurablePublishLink;

@@ -19,7 +19,7 @@ export interface GroupFloorInfo {
 export type DeleteConsumerOutcome = 'deleted' | 'has-pending' | 'active' | 'gone';
 
 /**
- * The Redis commands of retention, archive, history and consumer cleanup (SPEC §12). The
+ * The Redis commands of retention, archive, history and consumer cleanup (docs/operations.md). The
  * lifecycle collaborators depend on this interface only.
  */
 export interface LifecycleClient {

@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 
 /**
- * The group budget of `rateLimit: { scope: 'group' }` (SPEC §9): fixed windows of `perMs` on the
- * server's clock (`TIME`, one clock for every consumer), at most `max` starts granted per window
- * over all callers. One call takes up to `want` starts at once (a refill), so it runs once per
- * read, not per entry. The key holds `<window>:<used>` and expires after two windows.
+ * The group budget of `rateLimit: { scope: 'group' }` (docs/delivery.md "Rate limits"): fixed
+ * windows of `perMs` on the server's clock (`TIME`, one clock for every consumer), at most `max`
+ * starts granted per window over all callers. One call takes up to `want` starts at once (a
+ * refill), so it runs once per read, not per entry. The key holds `<window>:<used>` and expires
+ * after two windows.
  *
  * KEYS[1] budget key; ARGV max, perMs, want. Returns `{ granted, msUntilNextWindow }`.
  */

@@ -41,8 +41,8 @@ export function createConnection(
   onError: (err: Error) => void,
 ): RedisConnection {
   // NOTE: no `protocol` here: the loops speak ioredis 6's default, RESP3, or what the user's
-  // options ask for; both read the same (reply-shapes.ts) and drain equally fast (README
-  // "ioredis 6 and RESP3").
+  // options ask for; both read the same (reply-shapes.ts) and drain equally fast
+  // (docs/compatibility.md "ioredis 6 and RESP3").
   const forLoops = purpose === 'loop' || purpose === 'read' || purpose === 'commands';
   const overrides: RedisOptions = forLoops
     ? { maxRetriesPerRequest: 0, enableAutoPipelining: false }

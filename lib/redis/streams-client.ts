@@ -104,10 +104,11 @@ export interface StreamsClient {
     blockMs?: number,
   ): Promise<RawEntry[]>;
   /**
-   * One XREADGROUP of new entries (`>`) on several streams of one group (a shared read, SPEC §13):
-   * parked up to `blockMs` like `readGroup`, without BLOCK when `blockMs` is undefined. Entries by
-   * stream; streams that got nothing are absent. `interruptRead` wakes it like a one-stream read;
-   * where it cannot (CLIENT ID refused by an ACL) the read parks at most `uninterruptibleMs`.
+   * One XREADGROUP of new entries (`>`) on several streams of one group (a shared read,
+   * docs/scale.md "Many handlers"): parked up to `blockMs` like `readGroup`, without BLOCK when
+   * `blockMs` is undefined. Entries by stream; streams that got nothing are absent. `interruptRead`
+   * wakes it like a one-stream read; where it cannot (CLIENT ID refused by an ACL) the read parks
+   * at most `uninterruptibleMs`.
    */
   readGroups(
     group: string,

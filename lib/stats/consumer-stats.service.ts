@@ -32,9 +32,10 @@ export class ConsumerStats {
   ) {}
 
   /**
-   * Retention figures of `stream` as of its last run (SPEC §12): entries this process trimmed,
-   * the group holding the trim back (`null` when none), the oldest entry id left and the length.
-   * Every process refreshes them each `retentionIntervalMs`, the lock holder or not.
+   * Retention figures of `stream` as of its last run (docs/operations.md "Retention and archive"):
+   * entries this process trimmed, the group holding the trim back (`null` when none), the oldest
+   * entry id left and the length. Every process refreshes them each `retentionIntervalMs`, the lock
+   * holder or not.
    * @throws TypeError when the module option `retention` has no rule for `stream`.
    */
   retention(stream: string): RetentionReport {

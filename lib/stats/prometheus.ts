@@ -109,7 +109,10 @@ const GROUP_FAMILIES: readonly GroupFamily[] = [
   },
 ];
 
-/** Per-stream figures of retention (SPEC §12), one sample per stream with a retention rule. */
+/**
+ * Per-stream figures of retention (docs/operations.md "Retention and archive"), one sample per
+ * stream with a retention rule.
+ */
 const RETENTION_FAMILIES: ReadonlyArray<{
   name: string;
   type: 'counter' | 'gauge';
@@ -154,7 +157,7 @@ export interface MetricFigures {
   readonly snapshots: readonly ConsumerSnapshot[];
   /** Keyed by {@link groupKey}. */
   readonly inspections: ReadonlyMap<string, GroupInspection>;
-  /** One report per stream with a retention rule (SPEC §12). */
+  /** One report per stream with a retention rule. */
   readonly retention: readonly RetentionReport[];
 }
 

@@ -1,5 +1,6 @@
 import type { EntryHandler, EntryTracing } from '../consumer/consumer.types';
 import type { StreamMessage } from '../interfaces/stream-message.interface';
+import { errorStack, errorText } from '../codec/codecs';
 import { TRACER_NAME, tracingOff, type Otel } from './otel-api';
 import { traceCarrierOf } from './trace-fields';
 
@@ -7,10 +8,10 @@ type Span = ReturnType<ReturnType<Otel['trace']['getTracer']>['startSpan']>;
 type Context = ReturnType<Otel['context']['active']>;
 
 /**
- * CONSUMER spans for one loop (SPEC §10), after the OpenTelemetry messaging conventions: each
- * handler call runs inside a span `process <stream>` whose parent is the context the publisher
- * injected into the entry; a batch-mode call gets one span with a link to each entry's context.
- * A throw records the exception and sets status ERROR (internal).
+ * CONSUMER spans for one loop (docs/observability.md "Tracing"), after the OpenTelemetry messaging
+ * conventions: each handler call runs inside a span `process <stream>` whose parent is the context
+ * the publisher injected into the entry; a batch-mode call gets one span with a link to each
+ * entry's context. A throw records the exception and sets status ERROR (internal).
  */
 export class ConsumerTracing implements EntryTracing {
   /** Trace fields of the messages in flight, by message (only entries that carry some). */
@@ -118,12 +119,19 @@ export class ConsumerTracing implements EntryTracing {
     });
   }
 
+  /**
+   * Marks the span failed. The exception is recorded through the same bounded printers as the
+   * logs and the dead letter (at most 8 KiB of message and of stack; never a throw of its own), so
+   * a handler that throws a megabyte does not hand a megabyte to the exporter.
+   */
   private fail(span: Span, err: unknown): void {
-    span.recordException(err instanceof Error ? err : String(err));
-    span.setStatus({
-      code: this.otel.SpanStatusCode.ERROR,
-      message: err instanceof Error ? err.message : String(err),
+    const message = errorText(err);
+    span.recordException({
+      name: err instanceof Error ? errorText(err.name) : 'Error',
+      message,
+      stack: errorStack(err),
     });
+    span.setStatus({ code: this.otel.SpanStatusCode.ERROR, message });
     span.end();
   }
 }

@@ -1,10 +1,10 @@
 import { TRACER_NAME, tracingOff, type Otel } from './otel-api';
 
 /**
- * PRODUCER spans for `StreamProducer` (SPEC §10), following the OpenTelemetry messaging
- * conventions: one span `send <stream>` per publish call (one for a whole `publishMany`), and the
- * context of that span injected into every entry with the global propagator as the fields
- * `traceparent` and `tracestate` (internal).
+ * PRODUCER spans for `StreamProducer` (docs/observability.md "Tracing"), following the
+ * OpenTelemetry messaging conventions: one span `send <stream>` per publish call (one for a whole
+ * `publishMany`), and the context of that span injected into every entry with the global propagator
+ * as the fields `traceparent` and `tracestate` (internal).
  */
 export class ProducerTracing {
   constructor(private readonly otel: Otel) {}

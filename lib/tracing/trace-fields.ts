@@ -1,6 +1,7 @@
 /**
- * The W3C Trace Context fields a traced publish adds to an entry (SPEC §10). They are part of the
- * wire format like `id`: never part of a payload (no codec sees them), kept on dead-letter copies.
+ * The W3C Trace Context fields a traced publish adds to an entry (docs/observability.md "Tracing").
+ * They are part of the wire format like `id`: never part of a payload (no codec sees them), kept on
+ * dead-letter copies.
  */
 export const TRACE_FIELDS: readonly string[] = ['traceparent', 'tracestate'];
 

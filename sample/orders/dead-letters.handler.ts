@@ -3,7 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { DeadLetter, type DeadLetterMessage } from '../../lib';
 import { ORDERS_STREAM } from './order';
 
-/** A dead letter as the sample keeps it for `GET /stats`. */
+/** A dead letter as the sample keeps it for the orders page (`GET /stats`). */
 export interface RecentDeadLetter {
   reason: DeadLetterMessage['reason'];
   stream: string;

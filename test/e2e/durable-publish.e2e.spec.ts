@@ -1,5 +1,5 @@
 /**
- * Durable publish (SPEC §13, README "Durable publish"): `publish` / `publishMany` with
+ * Durable publish (docs/scale.md "Durable publish"): `publish` / `publishMany` with
  * `{ replicas, replicaTimeoutMs }` end their write pipeline with `WAIT`, against real servers: a
  * master with no replica (the typed error, the entry written all the same) and a master with one
  * real replica (`--replicaof`). Checked on the servers: the entry is on the master, and on the

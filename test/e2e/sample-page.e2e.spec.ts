@@ -1,8 +1,10 @@
 /**
- * The sample HTTP app (sample/) in-process against a throw-away redis-server: its endpoints, and
- * its live page in headless Chromium (Debian's `chromium` package; `CHROMIUM_BIN` may point at
- * another binary). Without Chromium the page test is skipped with one line saying so; the HTTP
- * tests still run. SAMPLE_PAGE_SCREENSHOT=<file.png> saves a screenshot of the page.
+ * The sample HTTP app (sample/) in-process against a throw-away redis-server: its endpoints, its
+ * orders page in headless Chromium (Debian's `chromium` package; `CHROMIUM_BIN` may point at
+ * another binary), and the library's dashboard as the sample mounts it, which is where the
+ * sample sends operators for the consumer loops. Without Chromium the page test is skipped with
+ * one line saying so; the HTTP tests still run. SAMPLE_PAGE_SCREENSHOT=<file.png> saves a
+ * screenshot of the orders page.
  */
 import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
@@ -10,9 +12,10 @@ import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { Browser, Page } from 'playwright-core';
 import { Redis } from 'ioredis';
+import type { DeadLetterPageView, GroupView, OverviewView } from '../../lib';
 import { AppModule } from '../../sample/app.module';
 import { SampleConfig } from '../../sample/config';
-import type { StatsView } from '../../sample/stats/stats.service';
+import type { OrdersSummary } from '../../sample/stats/orders-summary.service';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
 import {
   CHROMIUM,
@@ -62,20 +65,32 @@ async function publish(order: Record<string, unknown>): Promise<Response> {
   });
 }
 
-async function stats(): Promise<StatsView> {
+/** The sample's orders summary, the JSON behind its page. */
+async function summary(): Promise<OrdersSummary> {
   const res = await fetch(`${base}/stats`);
   expect(res.status).toBe(200);
-  return (await res.json()) as StatsView;
+  return (await res.json()) as OrdersSummary;
 }
 
-function loop(view: StatsView, group: string) {
-  const found = view.loops.find((l) => l.stream === 'orders' && l.group === group);
-  if (!found) throw new Error(`no loop orders/${group} in /stats`);
+/** A JSON answer of the dashboard's API, as the sample mounts it. */
+async function dashboardApi<T>(route: string): Promise<T> {
+  const res = await fetch(`${base}/echo-stream/api/${route}`);
+  expect(res.status).toBe(200);
+  return (await res.json()) as T;
+}
+
+/** The dashboard's row of orders/<group>. */
+async function ordersGroup(group: string): Promise<GroupView> {
+  const overview = await dashboardApi<OverviewView>('overview');
+  const found = overview.streams
+    .find((s) => s.stream === 'orders')
+    ?.groups.find((g) => g.group === group);
+  if (!found) throw new Error(`no group orders/${group} in the dashboard's overview`);
   return found;
 }
 
 describe('sample app over HTTP', () => {
-  it('publishes on POST /orders and shows the handled order in /stats and /metrics', async () => {
+  it('publishes on POST /orders; the summary counts the charge, the dashboard shows both groups done, /metrics counts it', async () => {
     const res = await publish({ sku: 'A-1', qty: 2 });
     expect(res.status).toBe(202);
     const receipt = (await res.json()) as { id: string; entryId: string };
@@ -84,21 +99,36 @@ describe('sample app over HTTP', () => {
 
     const view = await waitFor(
       async () => {
-        const v = await stats();
-        return loop(v, 'billing').totalAcked >= 1 && loop(v, 'shipping').totalAcked >= 1 ? v : null;
+        const v = await summary();
+        return v.ledger.charged >= 1 ? v : null;
       },
-      { message: 'billing and shipping ack the order' },
+      { message: 'billing charges the order' },
     ).then((v) => v!);
-    expect(loop(view, 'billing')).toMatchObject({
+    expect(view).toMatchObject({ failureRate: 0, dashboard: '/echo-stream' });
+    expect(view.ledger.duplicates).toBe(0);
+
+    // The loops are the dashboard's to show: both groups read the order (lag 0) and acked it
+    // (nothing pending), each run by this app's loop under the sample's consumer name.
+    await waitFor(
+      async () => {
+        const [billing, shipping] = [await ordersGroup('billing'), await ordersGroup('shipping')];
+        return [billing, shipping].every((g) => g.lag === 0 && g.pending === 0);
+      },
+      { message: 'the dashboard shows billing and shipping done with the order' },
+    );
+    const billing = await ordersGroup('billing');
+    expect(billing).toMatchObject({
       handler: 'OrdersHandler.charge',
-      consumer: 'sample-e2e',
       state: 'running',
-      totalErrors: 0,
+      pending: 0,
+      lag: 0,
+      deadLetters: 0,
     });
-    expect(loop(view, 'shipping').handler).toBe('ShippingHandler.pack');
-    expect(view.ledger.charged).toBeGreaterThanOrEqual(1);
-    expect(view.failureRate).toBe(0);
-    expect(loop(view, 'billing').inspection).toMatchObject({ lag: 0, deadLetters: 0 });
+    expect(billing.consumers.map((c) => c.name)).toEqual(['sample-e2e']);
+    expect(await ordersGroup('shipping')).toMatchObject({
+      handler: 'ShippingHandler.pack',
+      state: 'running',
+    });
 
     // prom-client's default registry: the module's metrics (the `metrics` option) beside Node's
     const metrics = await fetch(`${base}/metrics`);
@@ -107,11 +137,17 @@ describe('sample app over HTTP', () => {
     expect(text).toMatch(
       /^echo_stream_acked_total\{stream="orders",group="billing",consumer="sample-e2e",handler="OrdersHandler.charge"\} [1-9]\d*$/m,
     );
+    expect(text).toMatch(
+      /^echo_stream_acked_total\{stream="orders",group="shipping",consumer="sample-e2e",handler="ShippingHandler.pack"\} [1-9]\d*$/m,
+    );
+    expect(text).toMatch(
+      /^echo_stream_handler_errors_total\{stream="orders",group="billing",.*\} 0$/m,
+    );
     expect(text).toContain('# TYPE echo_stream_acked_total counter\n');
     expect(text).toMatch(/^echo_stream_up\{stream="orders",group="shipping",.*\} 1$/m);
     expect(text).toMatch(/^process_cpu_user_seconds_total \d/m);
     expect(text).toMatch(/^nodejs_heap_size_used_bytes \d/m);
-    // /stats inspected both groups just now: their group gauges are in the scrape
+    // the dashboard's overview inspected both groups just now: their group gauges are in the scrape
     expect(text).toMatch(/^echo_stream_lag\{stream="orders",group="billing",.*\} 0$/m);
   });
 
@@ -134,95 +170,126 @@ describe('sample app over HTTP', () => {
     const { entryId } = (await res.json()) as { entryId: string };
     const view = await waitFor(
       async () => {
-        const v = await stats();
+        const v = await summary();
         return v.deadLetters.recent.some((d) => d.entryId === entryId) ? v : null;
       },
-      { message: 'the malformed order shows as a dead letter in /stats' },
+      { message: 'the malformed order shows as a dead letter in the orders summary' },
     ).then((v) => v!);
     const letter = view.deadLetters.recent.find((d) => d.entryId === entryId)!;
     expect(letter).toMatchObject({ reason: 'rejected', group: 'billing', attempts: 1 });
     expect(letter.error).toContain('sku must be longer than or equal to 1 characters');
     expect(letter.error).toContain('qty must be an integer number');
+
+    // the same letter on the dead-letter stream, as the dashboard (where operators redrive) lists it
+    const page = await dashboardApi<DeadLetterPageView>('streams/orders/dead-letters?count=1000');
+    const copy = page.entries.find((d) => d.sourceEntryId === entryId);
+    expect(copy).toMatchObject({ reason: 'rejected', group: 'billing', attempts: 1 });
+    expect(copy!.error).toContain('qty must be an integer number');
   });
 });
 
-describeWithChromium('sample live page in headless Chromium', () => {
-  let browser: Browser | undefined;
-  let page: Page;
-  const pageErrors: string[] = [];
+describeWithChromium(
+  'sample orders page and the dashboard it links to, in headless Chromium',
+  () => {
+    let browser: Browser | undefined;
+    let page: Page;
+    const pageErrors: string[] = [];
 
-  beforeAll(async () => {
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    page = await browser.newPage({ viewport: { width: 1400, height: 760 } });
-    page.on('pageerror', (err) => pageErrors.push(err.message));
-    page.on('console', (msg) => {
-      if (msg.type() === 'error') pageErrors.push(msg.text());
-    });
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-  });
-
-  const cell = (group: string, field: string) =>
-    page.locator(`tr[data-loop="orders/${group}"] [data-field="${field}"]`);
-  const count = async (group: string, field: string) =>
-    Number((await cell(group, field).textContent())?.replace(/,/g, '') ?? NaN);
-
-  it('shows each loop and its figures move as orders flow', async () => {
-    await page.goto(`${base}/`);
-    await expect(page.title()).resolves.toBe('nestjs-echo-stream sample');
-    await page.waitForSelector('#status.live', { timeout: 10_000 });
-    await waitFor(async () => (await page.locator('tr[data-loop]').count()) === 2, {
-      message: 'the page shows the two loops',
-    });
-    expect(await cell('billing', 'state').textContent()).toBe('running');
-    expect(await cell('shipping', 'state').textContent()).toBe('running');
-
-    const ackedBefore = await count('billing', 'totalAcked');
-    const chargedBefore = Number(await page.locator('#sum-charged').textContent());
-    expect(Number.isFinite(ackedBefore)).toBe(true);
-
-    for (let i = 0; i < 10; i++)
-      expect((await publish({ sku: 'B-7', qty: 1 + i })).status).toBe(202);
-
-    // The page polls /stats every second: the figures it shows must move by themselves.
-    await waitFor(async () => (await count('billing', 'totalAcked')) >= ackedBefore + 10, {
-      message: 'the page shows billing acked the 10 orders',
-    });
-    await waitFor(async () => (await count('shipping', 'totalAcked')) >= 11, {
-      message: 'the page shows shipping acked the 11 orders',
-    });
-    expect(Number(await page.locator('#sum-charged').textContent())).toBe(chargedBefore + 10);
-    expect(Number(await cell('billing', 'tpsOut').textContent())).toBeGreaterThan(0);
-    expect(await count('billing', 'pending')).toBe(0);
-
-    // An undecodable entry from a foreign producer: dead-lettered at once, in both groups.
-    const dlqBefore = await count('billing', 'totalDlq');
-    await redis.xadd('orders', '*', 'id', 'bad-1', 'data', '{not json');
-    await waitFor(
-      async () =>
-        (await count('billing', 'deadLetters')) >= 1 &&
-        (await page.locator('#dead tbody td', { hasText: /^bad-1$/ }).count()) === 2,
-      { message: 'the page shows the dead letter of bad-1 (both groups) and the DLQ length' },
-    );
-    expect(await count('billing', 'totalDlq')).toBe(dlqBefore + 1);
-    expect(await page.locator('#dead tbody').textContent()).toContain('decode_error');
-
-    // The page's own "Publish 20" button goes through POST /orders too.
-    const ackedNow = await count('billing', 'totalAcked');
-    await page.click('#publish-many');
-    await waitFor(async () => (await count('billing', 'totalAcked')) >= ackedNow + 20, {
-      timeoutMs: 10_000,
-      message: 'the page shows the 20 orders published by its button as acked',
+    beforeAll(async () => {
+      const { chromium } = await import('playwright-core');
+      browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+      page = await browser.newPage({ viewport: { width: 1400, height: 760 } });
+      page.on('pageerror', (err) => pageErrors.push(err.message));
+      page.on('console', (msg) => {
+        if (msg.type() === 'error') pageErrors.push(msg.text());
+      });
     });
 
-    if (process.env.SAMPLE_PAGE_SCREENSHOT) {
-      await page.screenshot({ path: process.env.SAMPLE_PAGE_SCREENSHOT, fullPage: true });
-    }
-    expect(pageErrors).toEqual([]);
-  });
-});
+    afterAll(async () => {
+      await browser?.close();
+    });
+
+    const tile = async (id: string) =>
+      Number((await page.locator(`#${id}`).textContent())?.replace(/,/g, '') ?? NaN);
+    const deadRows = (text: string) => page.locator('#dead tbody tr', { hasText: text });
+
+    it('shows the orders as they are charged and dead-lettered, within the window', async () => {
+      await page.goto(`${base}/`);
+      await expect(page.title()).resolves.toBe('nestjs-echo-stream sample: orders');
+      await page.waitForSelector('#status.live', { timeout: 10_000 });
+      const chargedBefore = await tile('sum-charged');
+      expect(Number.isFinite(chargedBefore)).toBe(true);
+
+      for (let i = 0; i < 10; i++)
+        expect((await publish({ sku: 'B-7', qty: 1 + i })).status).toBe(202);
+
+      // The page polls /stats every second: the figures it shows must move by themselves.
+      await waitFor(async () => (await tile('sum-charged')) === chargedBefore + 10, {
+        message: 'the page shows the 10 orders charged',
+      });
+      expect(await tile('sum-duplicates')).toBe(0);
+      expect(await page.locator('#sum-failure').textContent()).toBe('0');
+
+      // An undecodable entry from a foreign producer: dead-lettered at once, in both groups.
+      const deadBefore = await tile('sum-dead');
+      await redis.xadd('orders', '*', 'id', 'bad-1', 'data', '{not json');
+      await waitFor(async () => (await deadRows('bad-1').count()) === 2, {
+        message: 'the page shows the dead letter of bad-1, once per group',
+      });
+      expect(await tile('sum-dead')).toBe(deadBefore + 2);
+      expect(await deadRows('bad-1').first().textContent()).toContain('decode_error');
+      expect(await deadRows('bad-1').allTextContents()).toEqual(
+        expect.arrayContaining([
+          expect.stringContaining('billing'),
+          expect.stringContaining('shipping'),
+        ]),
+      );
+
+      // The page's own "Publish 20" button goes through POST /orders too.
+      const chargedNow = await tile('sum-charged');
+      await page.click('#publish-many');
+      await waitFor(async () => (await tile('sum-charged')) === chargedNow + 20, {
+        timeoutMs: 10_000,
+        message: 'the page shows the 20 orders published by its button as charged',
+      });
+
+      // Nothing wider than the window (the page this one replaced overflowed 1,400 px).
+      const widths = (await page.evaluate(
+        '({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })',
+      )) as { scroll: number; client: number };
+      expect(widths.scroll).toBeLessThanOrEqual(widths.client);
+
+      if (process.env.SAMPLE_PAGE_SCREENSHOT) {
+        await page.screenshot({ path: process.env.SAMPLE_PAGE_SCREENSHOT, fullPage: true });
+      }
+      expect(pageErrors).toEqual([]);
+    });
+
+    it('sends operators to the dashboard, which shows the orders groups and their dead letters', async () => {
+      await page.goto(`${base}/`);
+      await page.waitForSelector('#status.live', { timeout: 10_000 });
+      await page.click('#dashboard-link');
+      await page.waitForURL(`${base}/echo-stream`);
+      const cell = (group: string, field: string) =>
+        page.locator(`tr[data-group="orders/${group}"] [data-field="${field}"]`);
+      await waitFor(
+        async () =>
+          (await cell('billing', 'state').textContent()) === 'running' &&
+          (await cell('shipping', 'state').textContent()) === 'running',
+        { message: 'the dashboard shows the loops of billing and shipping running' },
+      );
+      // bad-1 (above) was dead-lettered by both groups; nothing of the orders stays pending
+      await waitFor(
+        async () =>
+          Number(await cell('billing', 'deadLetters').textContent()) >= 1 &&
+          Number(await cell('shipping', 'deadLetters').textContent()) >= 1 &&
+          (await cell('billing', 'pending').textContent()) === '0' &&
+          (await cell('shipping', 'pending').textContent()) === '0',
+        { message: 'the dashboard shows the dead letters and nothing pending' },
+      );
+      expect(pageErrors).toEqual([]);
+    });
+  },
+);
 
 reportSkippedWithoutChromium('sample-page.e2e');

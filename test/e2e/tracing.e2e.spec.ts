@@ -42,6 +42,7 @@ class TracedHandlers {
     SEEN.push({ payload: message.payload, activeSpanId: active });
     user.end();
     if (message.payload.fail) throw new Error('card declined');
+    if (message.payload.huge) throw new Error('x'.repeat(1024 * 1024));
   }
 
   @StreamHandler('traced-fields', 'g', { codec: 'fields', blockMs: 100, claimIntervalMs: 100 })
@@ -185,6 +186,24 @@ describe('OpenTelemetry tracing', () => {
     expect(span.events.map((e) => [e.name, e.attributes?.['exception.message']])).toEqual([
       ['exception', 'card declined'],
     ]);
+  });
+
+  it('a megabyte throw reaches the span cut to 8 KiB (status, exception message and stack)', async () => {
+    await boot();
+    await publishFromChild('traced', { huge: true });
+    await waitFor(() => processSpans('traced').length === 1);
+    const [span] = processSpans('traced');
+    const cut = /\.\.\. \[cut: \d+ more bytes\]/;
+    expect(span.status.code).toBe(SpanStatusCode.ERROR);
+    expect(Buffer.byteLength(span.status.message ?? '')).toBeLessThanOrEqual(8192);
+    expect(span.status.message).toMatch(cut);
+    const [event] = span.events;
+    const exceptionMessage = String(event.attributes?.['exception.message']);
+    const exceptionStack = String(event.attributes?.['exception.stacktrace']);
+    expect(Buffer.byteLength(exceptionMessage)).toBeLessThanOrEqual(8192);
+    expect(exceptionMessage).toMatch(cut);
+    expect(Buffer.byteLength(exceptionStack)).toBeLessThanOrEqual(8192);
+    expect(exceptionStack).toContain('    at ');
   });
 
   it('batch mode: one span per call, linked to each entry context', async () => {

@@ -104,15 +104,21 @@ class MemoryLifecycle implements LifecycleClient {
 
 function retentionOver(client: MemoryLifecycle, archive: (entries: ArchivedEntry[]) => void) {
   const warnings: string[] = [];
+  /** What each `logger.error` call got: its message and its stack. */
+  const errors: Array<[string, string | undefined]> = [];
   const retention = new StreamRetention({
     rule: { stream: 's', maxAgeMs: null, maxLen: 100, ignoreGroups: [] },
     client,
     lease: new RetentionLease(client, 'lock', 'me', 60_000),
     archive: { name: 'Archive.fold', call: archive },
-    logger: { log: () => undefined, warn: (m) => warnings.push(m), error: () => undefined },
+    logger: {
+      log: () => undefined,
+      warn: (m) => warnings.push(m),
+      error: (m, stack) => errors.push([m, stack]),
+    },
     pageSize: 1000,
   });
-  return { retention, warnings };
+  return { retention, warnings, errors };
 }
 
 describe('StreamRetention and its lock', () => {
@@ -145,5 +151,21 @@ describe('StreamRetention and its lock', () => {
       oldestEntryId: '1-0',
       trimmedTotal: 0,
     });
+  });
+
+  it('logs an archive method that throws a megabyte with its message and its stack cut to 8 KiB', async () => {
+    const client = new MemoryLifecycle(200);
+    const { retention, errors } = retentionOver(client, () => {
+      throw new Error('m'.repeat(1024 * 1024));
+    });
+    await retention.run();
+    expect(client.entries).toHaveLength(200); // nothing trimmed after a failed archive call
+    expect(errors).toHaveLength(1);
+    const [message, stack] = errors[0];
+    expect(message).toMatch(/@StreamArchive Archive\.fold failed on 100 entries of 's'/);
+    expect(message).toMatch(/\.\.\. \[cut: \d+ more bytes\]; none of them trimmed/);
+    expect(Buffer.byteLength(message, 'utf8')).toBeLessThanOrEqual(8192 + 200);
+    expect(Buffer.byteLength(stack ?? '', 'utf8')).toBeLessThanOrEqual(8192);
+    expect(stack).toMatch(/^Error: m+\.\.\. \[cut: \d+ more bytes\]\n\s+at /);
   });
 });
