@@ -26,10 +26,11 @@ export interface DeadLetterInFlight {
 }
 
 /**
- * The dead-letter path of SPEC §4, in its order: (a) copy to the dead-letter stream, (b) call the
- * matching `@DeadLetter` methods, (c) XACK. A failure in (a) or (b) leaves the entry pending (the
- * next sweep retries it); nothing is acked before its dead letter is safely somewhere. Once the
- * loop stops, no entry starts down the path; each one that completed is acked at once.
+ * The dead-letter path (docs/dead-letters.md), in its order: (a) copy to the dead-letter stream,
+ * (b) call the matching `@DeadLetter` methods, (c) XACK. A failure in (a) or (b) leaves the entry
+ * pending (the next sweep retries it); nothing is acked before its dead letter is safely
+ * somewhere. Once the loop stops, no entry starts down the path; each one that completed is acked
+ * at once.
  */
 export class DeadLetterPath {
   /** Entries copied whose handlers failed: a retry must not copy them twice. */
@@ -177,7 +178,7 @@ export class DeadLetterPath {
 
 /**
  * The candidate with its error text within the dead-letter bound, whoever made the text: what the
- * copy, the `@DeadLetter` methods and the log line get is the same cut (README "Dead letters").
+ * copy, the `@DeadLetter` methods and the log line get is the same cut (docs/dead-letters.md).
  */
 function bounded(candidate: DeadLetterCandidate): DeadLetterCandidate {
   const { error } = candidate;

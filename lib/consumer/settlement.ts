@@ -59,8 +59,8 @@ export class Settlement {
 
   /**
    * Waiting retries that a drain or our own reclaim read again: that read reached no handler, so
-   * it is not charged (README "What counts as a delivery"); the count goes back to what it was
-   * and the entries stay ours (idle 0), waiting for their time.
+   * it is not charged (docs/delivery.md "What counts as a delivery"); the count goes back to what
+   * it was and the entries stay ours (idle 0), waiting for their time.
    */
   async uncharge(ids: readonly string[], counts: ReadonlyMap<string, number>): Promise<void> {
     const { stream, group, consumer } = this.context;

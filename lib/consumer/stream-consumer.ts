@@ -26,7 +26,8 @@ import { SweepPace } from './sweep-pace';
  * sweep for dead peers' work when due, claim the retries that are due, then read new entries
  * (sending the pending acks with the read), handle and settle them. Each step is a collaborator
  * built from one {@link LoopContext}; the heartbeat keeps held entries claimed meanwhile, and
- * {@link Shutdown} stops it cleanly. Plain TypeScript: no Nest imports.
+ * {@link Shutdown} stops it cleanly (docs/delivery.md "The loop"; the beat: docs/ARCHITECTURE.md
+ * "The beat"). Plain TypeScript: no Nest imports.
  */
 export class StreamConsumer {
   /** The stream this loop consumes. */
