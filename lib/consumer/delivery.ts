@@ -95,7 +95,8 @@ export class Delivery {
 
     await this.parts.limiter.confirm(messages.length);
     const outcome = await this.handle(messages, counts);
-    if (this.context.isAbandoned()) return; // stop() settled this batch already and closed the connection
+    // stop() gave up waiting: it settled this batch already and closed the connection
+    if (this.context.isAbandoned()) return;
     this.parts.acks.add(outcome.ok);
     if (outcome.rejected) await settlement.rejected(outcome.rejected, entries);
     if (outcome.failed.length > 0) await settlement.failed(outcome.failed, entries);

@@ -23,7 +23,7 @@ export interface TriagedRead {
   waitingRetries: string[];
   /** Pending entries deleted from the stream. */
   deleted: string[];
-  /** Delivered more than `maxDeliveries` times; their attempts are the deliveries before this read. */
+  /** Delivered more than `maxDeliveries` times; `attempts`: the deliveries before this read. */
   poison: DeadLetterCandidate[];
   /** Entries the codec cannot read; `error` says why. */
   undecodable: DeadLetterCandidate[];

@@ -16,7 +16,7 @@ export interface FinalFailures {
 
 /** The few things of the loop the scheduler needs. */
 export type RetrySchedulerContext = Pick<LoopContext, 'where' | 'logger' | 'now'> & {
-  /** `retry: false`: failures are left pending for the reclaim after `minIdleMs` (the crash path). */
+  /** `retry: false`: failures stay pending for the reclaim after `minIdleMs` (the crash path). */
   readonly options: Pick<ResolvedHandlerOptions, 'retry' | 'maxDeliveries'>;
   /** Where `retrying` and `totalRetries` are kept. */
   readonly counters: Pick<LoopCounters, 'retryScheduled' | 'retriesWaiting'>;
