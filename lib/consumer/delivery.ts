@@ -6,7 +6,13 @@ import { triage } from './entry-triage';
 import type { HandlerRunner } from './handler-runner';
 import type { Heartbeat } from './heartbeat';
 import type { LoopHealth } from './loop-health';
-import type { HandleOutcome, HandlingBatch, LoopContext } from './loop.types';
+import type {
+  FailedEntry,
+  HandleOutcome,
+  HandlingBatch,
+  HeldBatch,
+  LoopContext,
+} from './loop.types';
 import type { StartLimiter } from './rate-limiter';
 import type { RetryScheduler } from './retry-scheduler';
 import type { Settlement } from './settlement';
@@ -89,8 +95,8 @@ export class Delivery {
     if (read.waitingRetries.length > 0 && counts)
       await settlement.uncharge(read.waitingRetries, counts);
     if (read.deleted.length > 0) await settlement.deleted(read.deleted);
-    await settlement.deadLetter(read.undecodable, 'decode_error');
-    await settlement.deadLetter(read.poison, 'max_deliveries');
+    if (read.undecodable.length > 0) await settlement.deadLetter(read.undecodable, 'decode_error');
+    if (read.poison.length > 0) await settlement.deadLetter(read.poison, 'max_deliveries');
     if (messages.length === 0) return;
 
     await this.parts.limiter.confirm(messages.length);
@@ -111,17 +117,10 @@ export class Delivery {
     const ids = messages.map((m) => m.entryId);
     // the whole batch stays claimed until it is settled: an entry whose handler returned waits for
     // the batch's XACK, one that threw for its retry, one a guard rejected for the dead-letter path
-    const held = heartbeat.hold('inHand', () => ids);
-    const batch: HandlingBatch = {
+    const batch = new BatchInHand(
       ids,
-      unsettled: new Set(ids),
-      get touchedAt() {
-        return held.touchedAt;
-      },
-      started: new Set(),
-      ok: [],
-      failed: [],
-    };
+      heartbeat.hold('inHand', () => ids),
+    );
     this.current = { batch, counts };
     try {
       return await this.parts.runner.run(messages, batch);
@@ -129,5 +128,27 @@ export class Delivery {
       this.current = null;
       heartbeat.drop('inHand');
     }
+  }
+}
+
+/**
+ * The batch in a handler: what started and how each entry settled. Its clock is that of its held
+ * entries (the heartbeat moves it). A class, so every batch has the same shape.
+ */
+class BatchInHand implements HandlingBatch {
+  readonly unsettled: Set<string>;
+  readonly started = new Set<string>();
+  readonly ok: string[] = [];
+  readonly failed: FailedEntry[] = [];
+
+  constructor(
+    readonly ids: readonly string[],
+    private readonly held: HeldBatch,
+  ) {
+    this.unsettled = new Set(ids);
+  }
+
+  get touchedAt(): number {
+    return this.held.touchedAt;
   }
 }

@@ -38,14 +38,17 @@ export class LoopHealth {
     return this.streak > 0;
   }
 
-  /** Creates the group when it is not known to exist; true when Redis was asked. */
-  async ensureGroup(): Promise<boolean> {
-    if (this.groupKnown) return false;
+  /** True when the group is not known to exist (at start, after `NOGROUP`). */
+  get needsGroup(): boolean {
+    return !this.groupKnown;
+  }
+
+  /** Creates the group (`XGROUP CREATE ... MKSTREAM`; an existing one is left as it is). */
+  async createGroup(): Promise<void> {
     const { stream, group, options, logger } = this.context;
     const created = await this.client.createGroup(stream, group, options.startId);
     this.groupKnown = true;
     if (created) logger.log(`Created group ${stream}/${group} at ${options.startId}`);
-    return true;
   }
 
   /** Entries may sit unsettled in the own PEL: the next beat reads it again. */

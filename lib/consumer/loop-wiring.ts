@@ -67,8 +67,8 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
     counters,
     signal: stopSwitch.signal,
     now,
-    isStopping: () => stopSwitch.isStopping(),
-    isAbandoned: () => stopSwitch.isAbandoned(),
+    isStopping: stopSwitch.isStopping,
+    isAbandoned: stopSwitch.isAbandoned,
   };
 
   const handler = config.tracing ? config.tracing.wrap(config.handler) : config.handler;

@@ -22,13 +22,11 @@ export class StopSwitch {
     return this.abort.signal;
   }
 
-  isStopping(): boolean {
-    return this.stopping;
-  }
+  /** True once {@link stop} was called (an arrow: handed around as is, as the context's). */
+  readonly isStopping = (): boolean => this.stopping;
 
-  isAbandoned(): boolean {
-    return this.abandoned;
-  }
+  /** True once {@link abandon} was called. */
+  readonly isAbandoned = (): boolean => this.abandoned;
 
   /** No new reads from now on; the signal aborts. */
   stop(): void {

@@ -99,7 +99,10 @@ export class StreamConsumer {
       const entries = await readAhead.take();
       if (entries.length > 0) await delivery.process(entries, null);
     }
-    if (await health.ensureGroup()) answered = true;
+    if (health.needsGroup) {
+      await health.createGroup();
+      answered = true;
+    }
     if (health.needsDrain) {
       await acks.flush();
       await pel.drainOwn();

@@ -26,12 +26,13 @@ async function backOffDelay(health: LoopHealth, err: unknown): Promise<number> {
 }
 
 describe('LoopHealth', () => {
-  it('creates the group once (a step Redis answered) and must drain the own PEL first', async () => {
+  it('needs its group created at start, and must drain the own PEL first', async () => {
     const { loop, fake, health } = setUp();
     expect(health.mustPrepare).toBe(true);
     expect(health.needsDrain).toBe(true);
-    expect(await health.ensureGroup()).toBe(true);
-    expect(await health.ensureGroup()).toBe(false);
+    expect(health.needsGroup).toBe(true);
+    await health.createGroup();
+    expect(health.needsGroup).toBe(false);
     expect(fake.callsOf('createGroup').map((c) => c.args)).toEqual([[S, G, '0']]);
     expect(loop.logger.has(/log Created group orders\/g at 0/)).toBe(true);
     health.drained();
@@ -62,11 +63,12 @@ describe('LoopHealth', () => {
 
   it('a lost group is re-created after 100 ms, with a drain, without growing the streak', async () => {
     const { loop, health } = setUp();
-    await health.ensureGroup();
+    await health.createGroup();
     health.drained();
     await backOffDelay(health, new Error('x'));
     expect(await backOffDelay(health, new Error("NOGROUP No such key 'orders'"))).toBe(100);
     expect(health.mustPrepare).toBe(true);
+    expect(health.needsGroup).toBe(true);
     expect(health.needsDrain).toBe(true);
     expect(loop.logger.has(/warn .*group or stream is gone .*re-creating it in 100 ms/)).toBe(true);
     expect(await backOffDelay(health, new Error('y'))).toBe(200);
