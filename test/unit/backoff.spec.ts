@@ -1,4 +1,5 @@
 /** Backoff delays and the abortable sleep (lib/consumer/backoff.ts). */
+import { jest } from '@jest/globals';
 import { BACKOFF_MAX_MS, backoffDelay, sleep } from '../../lib/consumer/backoff';
 
 describe('backoffDelay', () => {

@@ -1,4 +1,5 @@
 /** The heartbeat (lib/consumer/heartbeat.ts): the only code that touches held entries. */
+import { jest } from '@jest/globals';
 import { Heartbeat, HeldEntries } from '../../lib/consumer/heartbeat';
 import { FakeStreamsClient } from '../support/fake-streams-client';
 import { C, G, S, manualClock, testLoop } from '../support/loop-context';

@@ -1,4 +1,5 @@
 /** Wiring one loop (lib/consumer/loop-wiring.ts): one context, every step built from it. */
+import { jest } from '@jest/globals';
 import type { StreamConsumerConfig } from '../../lib/consumer/consumer.types';
 import { wireLoop } from '../../lib/consumer/loop-wiring';
 import { NO_RATE_LIMIT } from '../../lib/consumer/rate-limiter';
