@@ -66,7 +66,7 @@ export class Delivery {
     this.context.counters.read(entries.length);
     if (entries.length > 0) this.parts.pace.delivered();
     try {
-      await this.settle(entries, counts);
+      await this.deliver(entries, counts);
     } catch (err) {
       // entries of this read may sit unsettled in the own PEL: read it again once Redis is back
       this.parts.health.drainNeeded();
@@ -74,7 +74,7 @@ export class Delivery {
     }
   }
 
-  private async settle(
+  private async deliver(
     entries: readonly RawEntry[],
     counts: Map<string, number> | null,
   ): Promise<void> {

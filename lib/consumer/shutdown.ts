@@ -82,7 +82,7 @@ export class Shutdown {
     const finished = await settleWithin(running, timeoutMs);
     if (!finished) {
       stopSwitch.abandon();
-      const inHandlers = await this.settleAbandoned();
+      const inHandlers = await this.giveUpOnHandlers();
       logger.warn(`${where}: ${stillRunning(inHandlers, deadLetters.inFlight, timeoutMs)}`);
     }
     heartbeat.stop();
@@ -96,7 +96,7 @@ export class Shutdown {
    * (with the failures of the batch in hand: they wait like any other), as a stop that did not time
    * out would. Returns the entries still in a handler: they stay pending.
    */
-  private async settleAbandoned(): Promise<string[]> {
+  private async giveUpOnHandlers(): Promise<string[]> {
     const { acks, readAhead, settlement, scheduler, retries } = this.parts;
     const inHand = this.parts.delivery.inHand;
     const held = inHand?.batch;
