@@ -2,8 +2,8 @@ import type { RawEntry, StreamsClient } from '../redis/streams-client';
 
 /**
  * How a consumer loop waits for new entries (`XREADGROUP ... >` with BLOCK): on a connection of its
- * own, or in a read shared with the other loops of its group (SPEC §13). Everything else the loop
- * sends goes through its `StreamsClient`.
+ * own, or in a read shared with the other loops of its group (docs/scale.md "Many handlers").
+ * Everything else the loop sends goes through its `StreamsClient`.
  */
 export interface BlockingReader {
   /**
@@ -22,7 +22,10 @@ export interface BlockingReader {
   onReconnect?(listener: () => void): void;
 }
 
-/** The loop parks its own XREADGROUP on its own connection (`sharedReads: false`, SPEC §3). */
+/**
+ * The loop parks its own XREADGROUP on its own connection (`sharedReads: false`; docs/delivery.md
+ * "The loop").
+ */
 export class OwnConnectionRead implements BlockingReader {
   constructor(
     private readonly client: StreamsClient,

@@ -1,20 +1,24 @@
 import type { ConsumerSnapshot, ConsumerState } from '../interfaces/consumer-snapshot.interface';
+import type { LoopCounters } from './loop.types';
 import { RateTracker } from './rate-tracker';
 
-/** The figures one loop keeps about itself; O(1) per update. `ConsumerStats` only reads them. */
-export class ConsumerCounters {
-  state: ConsumerState = 'starting';
-  totalRead = 0;
-  totalAcked = 0;
-  totalDlq = 0;
-  totalErrors = 0;
-  totalDeleted = 0;
+/**
+ * The figures one loop keeps about itself; O(1) per update. The loop's collaborators write them
+ * through these methods only; `ConsumerStats` reads {@link snapshot}.
+ */
+export class ConsumerCounters implements LoopCounters {
+  private state: ConsumerState = 'starting';
+  private totalRead = 0;
+  private totalAcked = 0;
+  private totalDlq = 0;
+  private totalErrors = 0;
+  private totalDeleted = 0;
   /** Failed entries waiting for their retry now (kept by the retry scheduler). */
-  retrying = 0;
-  totalRetries = 0;
-  lastError: string | null = null;
-  readonly tpsIn: RateTracker;
-  readonly tpsOut: RateTracker;
+  private retrying = 0;
+  private totalRetries = 0;
+  private lastError: string | null = null;
+  private readonly tpsIn: RateTracker;
+  private readonly tpsOut: RateTracker;
 
   constructor(
     private readonly identity: Pick<ConsumerSnapshot, 'stream' | 'group' | 'consumer' | 'handler'>,
@@ -32,6 +36,35 @@ export class ConsumerCounters {
   acked(count: number): void {
     this.totalAcked += count;
     this.tpsOut.add(count);
+  }
+
+  deleted(count: number): void {
+    this.totalDeleted += count;
+  }
+
+  deadLettered(count: number): void {
+    this.totalDlq += count;
+  }
+
+  handlerFailed(errorText: string): void {
+    this.totalErrors++;
+    this.lastError = errorText;
+  }
+
+  errorSeen(errorText: string): void {
+    this.lastError = errorText;
+  }
+
+  retryScheduled(): void {
+    this.totalRetries++;
+  }
+
+  retriesWaiting(count: number): void {
+    this.retrying = count;
+  }
+
+  setState(state: ConsumerState): void {
+    this.state = state;
   }
 
   /** A plain copy for callers. */

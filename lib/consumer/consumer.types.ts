@@ -31,7 +31,10 @@ export interface DeadLetterSink {
   deliver(letter: DeadLetterMessage): Promise<void>;
 }
 
-/** Runs handler calls inside trace spans (OpenTelemetry, when installed; SPEC §10). */
+/**
+ * Runs handler calls inside trace spans (OpenTelemetry, when installed; docs/observability.md
+ * "Tracing").
+ */
 export interface EntryTracing {
   /** Called for each message built from an entry, with the entry's raw fields (trace context). */
   remember(message: StreamMessage<unknown>, fields: readonly string[]): void;

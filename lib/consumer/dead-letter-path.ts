@@ -5,17 +5,10 @@ import type {
   DeadLetterReason,
 } from '../interfaces/dead-letter-message.interface';
 import type { StreamsClient } from '../redis/streams-client';
-import type { ConsumerCounters } from './consumer-counters';
 import type { ConsumerLogger, DeadLetterSink } from './consumer.types';
+import type { DeadLetterCandidate, LoopContext, LoopCounters } from './loop.types';
 
-/** An entry on its way out of the hot path. */
-export interface DeadLetterCandidate {
-  entryId: string;
-  fields: readonly string[];
-  attempts: number;
-  /** Decode error text, or the last handler error seen for the entry. */
-  error: string | undefined;
-}
+export type { DeadLetterCandidate } from './loop.types';
 
 /** Where one loop's dead letters go, with the identity it stamps on them. */
 export interface DeadLetterRoute {
@@ -33,28 +26,45 @@ export interface DeadLetterInFlight {
 }
 
 /**
- * The dead-letter path of SPEC §4, in its order: (a) copy to the dead-letter stream, (b) call the
- * matching `@DeadLetter` methods, (c) XACK. A failure in (a) or (b) leaves the entry pending (the
- * next sweep retries it); nothing is acked before its dead letter is safely somewhere. Once the
- * loop stops, no entry starts down the path; each one that completed is acked at once.
+ * The dead-letter path (docs/dead-letters.md), in its order: (a) copy to the dead-letter stream,
+ * (b) call the matching `@DeadLetter` methods, (c) XACK. A failure in (a) or (b) leaves the entry
+ * pending (the next sweep retries it); nothing is acked before its dead letter is safely
+ * somewhere. Once the loop stops, no entry starts down the path; each one that completed is acked
+ * at once.
  */
 export class DeadLetterPath {
   /** Entries copied whose handlers failed: a retry must not copy them twice. */
   private readonly copied = new Set<string>();
   private current: DeadLetterInFlight | undefined;
 
+  private readonly route: DeadLetterRoute;
+  private readonly counters: LoopCounters;
+  private readonly logger: ConsumerLogger;
+  private readonly now: () => number;
+  /** True once the loop stops: no entry starts down the path after that. */
+  private readonly isStopping: () => boolean;
+  /** True once stop() gave up waiting and closed the connection: no method is called after. */
+  private readonly isAbandoned: () => boolean;
+
   constructor(
-    private readonly route: DeadLetterRoute,
-    private readonly client: StreamsClient,
+    context: LoopContext,
+    private readonly client: Pick<StreamsClient, 'add' | 'ack'>,
     private readonly sink: DeadLetterSink,
-    private readonly counters: ConsumerCounters,
-    private readonly logger: ConsumerLogger,
-    private readonly now: () => number,
-    /** True once the loop stops: no entry starts down the path after that. */
-    private readonly isStopping: () => boolean,
-    /** True once stop() gave up waiting and closed the connection: no method is called after. */
-    private readonly isAbandoned: () => boolean,
-  ) {}
+  ) {
+    const { stream, group, consumer, handlerName, options } = context;
+    this.route = {
+      stream,
+      group,
+      consumer,
+      handlerName,
+      deadLetterStream: options.deadLetterStream,
+    };
+    this.counters = context.counters;
+    this.logger = context.logger;
+    this.now = () => context.now();
+    this.isStopping = () => context.isStopping();
+    this.isAbandoned = () => context.isAbandoned();
+  }
 
   /** The entry on the path now (its copy or its `@DeadLetter` methods running), if any. */
   get inFlight(): DeadLetterInFlight | undefined {
@@ -91,7 +101,7 @@ export class DeadLetterPath {
   private async ack(entryId: string): Promise<void> {
     await this.client.ack(this.route.stream, this.route.group, [entryId]);
     this.copied.delete(entryId);
-    this.counters.totalDlq++;
+    this.counters.deadLettered(1);
   }
 
   private async sendOne(
@@ -121,7 +131,7 @@ export class DeadLetterPath {
       this.logger.warn(`Dead-lettered (${reason}) ${where} after ${candidate.attempts} deliveries`);
       return true;
     } catch (err) {
-      this.counters.lastError = errorText(err);
+      this.counters.errorSeen(errorText(err));
       this.logger.error(
         `Dead-letter path failed for ${where} (${reason}); it stays pending and is retried: ${errorText(err)}`,
         errorStack(err),
@@ -168,7 +178,7 @@ export class DeadLetterPath {
 
 /**
  * The candidate with its error text within the dead-letter bound, whoever made the text: what the
- * copy, the `@DeadLetter` methods and the log line get is the same cut (README "Dead letters").
+ * copy, the `@DeadLetter` methods and the log line get is the same cut (docs/dead-letters.md).
  */
 function bounded(candidate: DeadLetterCandidate): DeadLetterCandidate {
   const { error } = candidate;

@@ -2,45 +2,17 @@ import { boundedText } from '../codec/bounded-text';
 import { errorStack, errorText } from '../codec/codecs';
 import { isEntryRejected } from '../errors/entry-rejected.error';
 import type { BatchAcks, StreamMessage } from '../interfaces/stream-message.interface';
-import type { ConsumerCounters } from './consumer-counters';
 import type { ConsumerLogger, EntryHandler } from './consumer.types';
-import type { FailedEntry } from './retry-scheduler';
-
-/** Entries held by this consumer that have not settled yet, for the heartbeat. */
-export interface HeldBatch {
-  unsettled: Set<string>;
-  touchedAt: number;
-}
-
-/** The batch in a handler: what started and how each settled, so a timed-out stop can settle it. */
-export interface HandlingBatch extends HeldBatch {
-  /**
-   * Every entry of the batch: all stay ours until the batch is settled (acked, retried or
-   * dead-lettered after it), so the heartbeat keeps all of them claimed, not only the unsettled.
-   */
-  readonly ids: readonly string[];
-  started: Set<string>;
-  ok: string[];
-  /** Per-entry mode: entries whose handler threw, in the order they failed. */
-  failed: FailedEntry[];
-}
-
-/** Verdicts of one handled batch. */
-export interface HandleOutcome {
-  ok: string[];
-  unstarted: string[];
-  /** Entries that failed (thrown, or in batch mode not returned for ack), for the retry policy. */
-  failed: FailedEntry[];
-  /** Entries refused by a guard or pipe (`EntryRejectedError`): dead-lettered at once. */
-  rejected?: RejectedEntry[];
-}
-
-/** An entry the handler's pipeline refused, with the refusal's text. */
-export interface RejectedEntry {
-  entryId: string;
-  attempts: number;
-  error: string;
-}
+import type {
+  FailedEntry,
+  HandleOutcome,
+  HandlerErrors,
+  HandlingBatch,
+  HeldBatch,
+  LoopContext,
+  LoopCounters,
+  RejectedEntry,
+} from './loop.types';
 
 /** How many last handler errors are remembered for dead letters. */
 const LAST_ERRORS_KEPT = 10_000;
@@ -50,18 +22,26 @@ const LAST_ERRORS_KEPT = 10_000;
  * return acks, a throw leaves the entry pending (logged with handler, stream, group and entry id,
  * counted, remembered for its dead letter). The loop never sees a handler's exception.
  */
-export class HandlerRunner {
+export class HandlerRunner implements HandlerErrors {
   private readonly lastErrors = new Map<string, string>();
+  private readonly concurrency: number;
+  private readonly counters: LoopCounters;
+  private readonly logger: ConsumerLogger;
+  private readonly where: string;
+  private readonly isStopping: () => boolean;
+  private readonly now: () => number;
 
   constructor(
+    context: LoopContext,
     private readonly handler: EntryHandler,
-    private readonly concurrency: number,
-    private readonly counters: ConsumerCounters,
-    private readonly logger: ConsumerLogger,
-    private readonly where: string,
-    private readonly isStopping: () => boolean,
-    private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.concurrency = context.options.concurrency;
+    this.counters = context.counters;
+    this.logger = context.logger;
+    this.where = context.where;
+    this.isStopping = () => context.isStopping();
+    this.now = () => context.now();
+  }
 
   /** Handles `messages`, recording progress in `held`; entries not started at stop are reported. */
   run(messages: StreamMessage<unknown>[], held: HandlingBatch): Promise<HandleOutcome> {
@@ -214,8 +194,7 @@ export class HandlerRunner {
 
   private handlerFailed(err: unknown, what: string, entryIds: readonly string[]): void {
     const text = errorText(err);
-    this.counters.totalErrors++;
-    this.counters.lastError = text;
+    this.counters.handlerFailed(text);
     for (const id of entryIds) this.rememberError(id, text);
     this.logger.error(
       `Handler ${this.where} failed on ${what}: ${text}; left pending`,

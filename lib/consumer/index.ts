@@ -3,6 +3,7 @@ export * from './consumer-counters';
 export * from './consumer.types';
 export * from './dead-letter-path';
 export * from './handler-runner';
+export * from './loop.types';
 export * from './rate-tracker';
 export * from './retry-policy';
 export * from './retry-scheduler';

@@ -14,6 +14,32 @@ export interface RateBudget {
   take(want: number): Promise<RateGrant>;
 }
 
+/**
+ * What the loop asks before it reads: how many entries it may read (and start) now. A handler
+ * without `rateLimit` gets {@link NO_RATE_LIMIT}, which always allows a whole batch.
+ */
+export interface StartLimiter {
+  /** `false`: no rate limit; nothing ever waits for a window. */
+  readonly limits: boolean;
+  /** How many entries the loop may read now, up to `want` (0 once the loop stops). */
+  acquire(want: number): Promise<number>;
+  /** Gives back starts a read did not use. */
+  refund(count: number): void;
+  /** How long (ms) the starts in hand stay good. */
+  validForMs(): number;
+  /** Before `count` read entries start: takes fresh starts when their window is over. */
+  confirm(count: number): Promise<void>;
+}
+
+/** The limiter of a handler without `rateLimit`: every read may take a whole batch. */
+export const NO_RATE_LIMIT: StartLimiter = Object.freeze({
+  limits: false,
+  acquire: (want: number) => Promise.resolve(want),
+  refund: () => undefined,
+  validForMs: () => Infinity,
+  confirm: () => Promise.resolve(),
+});
+
 /** The few things of the loop the limiter needs. */
 export interface RateLimiterContext {
   /** Aborted at stop: a wait for the next window ends at once. */
@@ -55,7 +81,8 @@ export class ProcessRateBudget implements RateBudget {
  * refills (one call for many starts); what a refill granted is good until the end of its window.
  * A batch about to start after its window ended takes fresh starts first ({@link confirm}).
  */
-export class RateLimiter {
+export class RateLimiter implements StartLimiter {
+  readonly limits = true;
   private permits = 0;
   private validUntil = 0;
 
@@ -128,15 +155,15 @@ export function groupRateBudget(
   return { take: (want) => takeRateBudget(stream, group, limit.max, limit.perMs, want) };
 }
 
-/** The limiter of a loop's `rateLimit` option; `null` when there is none. */
+/** The limiter of a loop's `rateLimit` option; {@link NO_RATE_LIMIT} when there is none. */
 export function rateLimiterFor(
   limit: RateLimitOptions | null,
   client: Pick<StreamsClient, 'takeRateBudget'>,
   stream: string,
   group: string,
   context: RateLimiterContext,
-): RateLimiter | null {
-  if (limit === null) return null;
+): StartLimiter {
+  if (limit === null) return NO_RATE_LIMIT;
   const budget =
     limit.scope === 'group'
       ? groupRateBudget(client, stream, group, limit)

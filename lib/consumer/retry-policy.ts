@@ -2,7 +2,10 @@ import { errorText } from '../codec/codecs';
 import type { RetryPolicy } from '../interfaces/delivery-control.interface';
 import type { StreamMessage } from '../interfaces/stream-message.interface';
 
-/** The default policy of SPEC §9: exponential from 1 s, doubling, capped at 60 s, no jitter. */
+/**
+ * The default policy (docs/delivery.md "Retries"): exponential from 1 s, doubling, capped at 60 s,
+ * no jitter.
+ */
 export const DEFAULT_RETRY_POLICY = {
   type: 'exponential',
   initialMs: 1000,

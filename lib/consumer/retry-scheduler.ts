@@ -1,19 +1,10 @@
 import { isNonRetryable } from '../errors/non-retryable.error';
-import type { RetryPolicy } from '../interfaces/delivery-control.interface';
-import type { StreamMessage } from '../interfaces/stream-message.interface';
-import type { ConsumerLogger } from './consumer.types';
-import type { HeldBatch } from './handler-runner';
+import type { ResolvedHandlerOptions } from './consumer.types';
+import { HeldEntries } from './heartbeat';
+import type { FailedEntry, LoopContext, LoopCounters } from './loop.types';
 import { retryDelay } from './retry-policy';
 
-/** A handler failure: the message and what was thrown (`undefined`: a batch entry not returned). */
-export interface FailedEntry {
-  message: StreamMessage<unknown>;
-  error: unknown;
-  /** When this consumer last claimed or touched the entry (for the heartbeat). */
-  claimedAt: number;
-  /** When the handler failed: the retry delay counts from here, not from the end of the batch. */
-  failedAt: number;
-}
+export type { FailedEntry } from './loop.types';
 
 /** Failures that leave the hot path now, per dead-letter reason. */
 export interface FinalFailures {
@@ -24,17 +15,12 @@ export interface FinalFailures {
 }
 
 /** The few things of the loop the scheduler needs. */
-export interface RetrySchedulerContext {
-  /** `false`: failures are left pending for the reclaim after `minIdleMs` (the crash path). */
-  readonly policy: RetryPolicy | false;
-  readonly maxDeliveries: number;
-  /** `'Class.method on stream/group'`, for logs. */
-  readonly where: string;
-  readonly logger: ConsumerLogger;
+export type RetrySchedulerContext = Pick<LoopContext, 'where' | 'logger' | 'now'> & {
+  /** `retry: false`: failures stay pending for the reclaim after `minIdleMs` (the crash path). */
+  readonly options: Pick<ResolvedHandlerOptions, 'retry' | 'maxDeliveries'>;
   /** Where `retrying` and `totalRetries` are kept. */
-  readonly counters: { retrying: number; totalRetries: number };
-  now(): number;
-}
+  readonly counters: Pick<LoopCounters, 'retryScheduled' | 'retriesWaiting'>;
+};
 
 interface Waiting {
   entryId: string;
@@ -50,8 +36,8 @@ interface Waiting {
  */
 export class RetryScheduler {
   /** The waiting retries, for the heartbeat (`XCLAIM ... JUSTID` keeps their idle time low). */
-  readonly held: HeldBatch = { unsettled: new Set(), touchedAt: 0 };
   private readonly waiting = new Map<string, Waiting>();
+  readonly held = new HeldEntries(() => this.waiting.keys(), 0);
   private readonly heap: Waiting[] = [];
 
   constructor(private readonly context: RetrySchedulerContext) {}
@@ -73,7 +59,8 @@ export class RetryScheduler {
    */
   route(failures: readonly FailedEntry[]): FinalFailures {
     const final: FinalFailures = { nonRetryable: [], exhausted: [] };
-    const { policy, maxDeliveries, logger, where } = this.context;
+    const { logger, where } = this.context;
+    const { retry: policy, maxDeliveries } = this.context.options;
     for (const failure of failures) {
       const { message, error } = failure;
       if (isNonRetryable(error)) final.nonRetryable.push(failure);
@@ -114,7 +101,7 @@ export class RetryScheduler {
   /** Puts back retries taken but not started (the re-claim failed): due now, touched soon. */
   putBack(entryIds: readonly string[]): void {
     for (const entryId of entryIds) this.add(entryId, this.context.now());
-    this.held.touchedAt = 0; // the heartbeat touches them on its next tick
+    this.held.touchSoon(); // the heartbeat touches them on its next tick
     this.updateGauge();
   }
 
@@ -123,7 +110,6 @@ export class RetryScheduler {
     const all = [...this.waiting.values()].map(({ entryId, dueAt }) => ({ entryId, dueAt }));
     this.waiting.clear();
     this.heap.length = 0;
-    this.held.unsettled.clear();
     this.updateGauge();
     return all;
   }
@@ -132,25 +118,23 @@ export class RetryScheduler {
     const wasEmpty = this.waiting.size === 0;
     this.add(entryId, dueAt);
     // the set is touched as one: its clock is that of its least recently touched entry
-    this.held.touchedAt = wasEmpty ? claimedAt : Math.min(this.held.touchedAt, claimedAt);
-    this.context.counters.totalRetries++;
+    this.held.joined(claimedAt, wasEmpty);
+    this.context.counters.retryScheduled();
     this.updateGauge();
   }
 
   private add(entryId: string, dueAt: number): void {
     const node = { entryId, dueAt };
     this.waiting.set(entryId, node);
-    this.held.unsettled.add(entryId);
     this.push(node);
   }
 
   private forget(entryId: string): void {
     this.waiting.delete(entryId);
-    this.held.unsettled.delete(entryId);
   }
 
   private updateGauge(): void {
-    this.context.counters.retrying = this.waiting.size;
+    this.context.counters.retriesWaiting(this.waiting.size);
   }
 
   /** Drops heap tops that no longer wait (taken at shutdown or re-scheduled). */

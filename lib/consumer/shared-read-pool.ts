@@ -16,9 +16,9 @@ export interface SharedReadPoolConfig {
 }
 
 /**
- * The shared reads of an app's loops (SPEC §13): one {@link SharedGroupRead}, and so one parked
- * connection, per group name (and Cluster slot), opened when its first loop joins and closed by
- * `close()` once every loop has stopped.
+ * The shared reads of an app's loops (docs/scale.md "Many handlers"): one {@link SharedGroupRead},
+ * and so one parked connection, per group name (and Cluster slot), opened when its first loop
+ * joins and closed by `close()` once every loop has stopped.
  */
 export class SharedReadPool {
   private readonly reads = new Map<string, SharedGroupRead>();

@@ -47,7 +47,8 @@ export interface SharedGroupReadConfig {
 
 /**
  * One blocking `XREADGROUP GROUP g c COUNT n BLOCK ms STREAMS s1 s2 ... > > ...` on behalf of every
- * loop of one group (on one Redis node, or one Cluster slot) that waits for new entries (SPEC §13).
+ * loop of one group (on one Redis node, or one Cluster slot) that waits for new entries
+ * (docs/scale.md "Many handlers").
  * A loop is in the read only while it waits: a loop busy with its entries is not, so a slow handler
  * never holds the others back (its stream is simply not read until it asks again). The read goes
  * out in rounds: each round names the streams of the loops waiting when it starts, reads

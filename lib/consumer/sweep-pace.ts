@@ -1,6 +1,6 @@
 /**
- * When a loop sweeps for dead peers' work (SPEC §3 step 4; §13 for many idle loops). Every
- * `claimIntervalMs`, except:
+ * When a loop sweeps for dead peers' work (docs/delivery.md "The loop", step 4; docs/scale.md
+ * "Many handlers" for many idle loops). Every `claimIntervalMs`, except:
  * - a quiet loop (its last sweep found the group's PEL empty and it has read nothing since) waits
  *   `max(claimIntervalMs, minIdleMs / 2)`: nothing can pass `minIdleMs` idle sooner, since a new
  *   delivery shows in the next summary (only entries a stopping peer released wait for it);

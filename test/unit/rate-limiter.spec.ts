@@ -1,7 +1,9 @@
 /** The rate limiter against a fake clock: what a loop may read, refunds, windows, stop. */
 import {
+  NO_RATE_LIMIT,
   ProcessRateBudget,
   RateLimiter,
+  rateLimiterFor,
   type RateBudget,
   type RateGrant,
 } from '../../lib/consumer/rate-limiter';
@@ -54,7 +56,10 @@ describe('RateLimiter', () => {
 
   it('waits for the next window when the budget is spent (real clock), and no longer', async () => {
     const budget = new ProcessRateBudget({ max: 2, perMs: 200 }, Date.now);
-    const limiter = new RateLimiter(budget, { signal: new AbortController().signal, now: Date.now });
+    const limiter = new RateLimiter(budget, {
+      signal: new AbortController().signal,
+      now: Date.now,
+    });
     const started = Date.now();
     const windows = new Set<number>();
     let total = 0;
@@ -94,5 +99,29 @@ describe('RateLimiter', () => {
     expect(await waiting).toBe(0);
     expect(Date.now() - started).toBeLessThan(1000);
     expect(await limiter.acquire(5)).toBe(0);
+  });
+});
+
+describe('NO_RATE_LIMIT', () => {
+  it('a handler without rateLimit: every read may take its whole batch, nothing waits', async () => {
+    expect(NO_RATE_LIMIT.limits).toBe(false);
+    expect(await NO_RATE_LIMIT.acquire(100)).toBe(100);
+    NO_RATE_LIMIT.refund(100);
+    expect(await NO_RATE_LIMIT.acquire(7)).toBe(7);
+    expect(NO_RATE_LIMIT.validForMs()).toBe(Infinity);
+    await expect(NO_RATE_LIMIT.confirm(100)).resolves.toBeUndefined();
+  });
+
+  it('rateLimiterFor gives it to a loop with rateLimit null, a limiter that limits otherwise', () => {
+    const context = { signal: new AbortController().signal, now: () => 0 };
+    expect(rateLimiterFor(null, {}, 's', 'g', context)).toBe(NO_RATE_LIMIT);
+    const limited = rateLimiterFor(
+      { max: 5, perMs: 1000, scope: 'process' },
+      {},
+      's',
+      'g',
+      context,
+    );
+    expect(limited.limits).toBe(true);
   });
 });

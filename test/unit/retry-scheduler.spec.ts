@@ -105,11 +105,13 @@ describe('RetryScheduler', () => {
     const counters = { retrying: 0, totalRetries: 0 };
     const logger = new MemoryLogger();
     const s = new RetryScheduler({
-      policy,
-      maxDeliveries: 3,
+      options: { retry: policy, maxDeliveries: 3 },
       where: 'T.h on s/g',
       logger,
-      counters,
+      counters: {
+        retryScheduled: () => void counters.totalRetries++,
+        retriesWaiting: (count) => void (counters.retrying = count),
+      },
       now: () => now,
     });
     return { s, counters, logger, advance: (ms: number) => (now += ms), now: () => now };
@@ -123,7 +125,7 @@ describe('RetryScheduler', () => {
     expect(final).toEqual({ nonRetryable: [nonRetryable], exhausted: [exhausted] });
     expect(s.size).toBe(2);
     expect(counters).toEqual({ retrying: 2, totalRetries: 2 });
-    expect([...s.held.unsettled].sort()).toEqual(['3-0', '4-0']);
+    expect(s.held.ids().sort()).toEqual(['3-0', '4-0']);
   });
 
   it('retry: false schedules nothing (the crash path) but still dead-letters final failures', () => {
@@ -194,7 +196,7 @@ describe('RetryScheduler', () => {
       { entryId: '2-0', dueAt: 1100 },
     ]);
     expect(s.size).toBe(0);
-    expect(s.held.unsettled.size).toBe(0);
+    expect(s.held.ids()).toHaveLength(0);
     expect(s.nextDueAt()).toBe(Infinity);
     expect(counters.retrying).toBe(0);
   });

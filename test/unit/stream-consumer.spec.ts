@@ -426,7 +426,7 @@ describe('poison sweep', () => {
 
 describe('waiting retries read again', () => {
   it('our own reclaim of a waiting retry (heartbeat behind) charges it no delivery: attempt 2 still runs', async () => {
-    // Invariant (README "What counts as a delivery"): a read that reached no handler is not
+    // Invariant (docs/delivery.md "What counts as a delivery"): a read that reached no handler is not
     // charged. A waiting retry that looks idle past minIdleMs (a stalled event loop kept the
     // heartbeat from touching it) is taken by our own sweep's XAUTOCLAIM, which bumps its count;
     // the loop skips it (it waits for its time) and puts the count back, so when it comes due it

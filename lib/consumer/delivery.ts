@@ -1,0 +1,154 @@
+import type { StreamMessage } from '../interfaces/stream-message.interface';
+import type { RawEntry } from '../redis/streams-client';
+import type { AckBuffer } from './ack-buffer';
+import type { EntryTracing } from './consumer.types';
+import { triage } from './entry-triage';
+import type { HandlerRunner } from './handler-runner';
+import type { Heartbeat } from './heartbeat';
+import type { LoopHealth } from './loop-health';
+import type {
+  FailedEntry,
+  HandleOutcome,
+  HandlingBatch,
+  HeldBatch,
+  LoopContext,
+} from './loop.types';
+import type { StartLimiter } from './rate-limiter';
+import type { RetryScheduler } from './retry-scheduler';
+import type { Settlement } from './settlement';
+import type { SweepPace } from './sweep-pace';
+
+/** What handing a read to the handler needs besides the context. */
+export interface DeliveryParts {
+  readonly runner: Pick<HandlerRunner, 'run'>;
+  readonly settlement: Pick<
+    Settlement,
+    'uncharge' | 'deleted' | 'deadLetter' | 'rejected' | 'failed' | 'release'
+  >;
+  readonly acks: Pick<AckBuffer, 'add'>;
+  readonly limiter: Pick<StartLimiter, 'confirm'>;
+  readonly retries: Pick<RetryScheduler, 'has'>;
+  readonly pace: Pick<SweepPace, 'delivered'>;
+  readonly heartbeat: Pick<Heartbeat, 'hold' | 'drop'>;
+  readonly health: Pick<LoopHealth, 'drainNeeded'>;
+  /** Trace spans around handler calls; absent: none. */
+  readonly tracing?: EntryTracing;
+}
+
+/** The batch in a handler now, with the delivery counts of its read. */
+export interface InHand {
+  readonly batch: HandlingBatch;
+  /** Delivery counts after its read (`null`: a fresh read, all 1). */
+  readonly counts: ReadonlyMap<string, number> | null;
+}
+
+/**
+ * Handles one read and settles it: the read is sorted ({@link triage}); deleted entries are acked,
+ * undecodable ones and poison pills go to the dead-letter path, the rest to the handler. Handled
+ * entries join the pending acks, failures go to the retry policy, entries not started because of
+ * shutdown are released to peers.
+ */
+export class Delivery {
+  private current: InHand | null = null;
+
+  constructor(
+    private readonly context: LoopContext,
+    private readonly parts: DeliveryParts,
+  ) {}
+
+  /** The batch in a handler now, if any (a stop that gives up settles it). */
+  get inHand(): InHand | null {
+    return this.current;
+  }
+
+  /** Handles and settles `entries`; `counts`: their delivery counts (`null`: a fresh read). */
+  async process(entries: readonly RawEntry[], counts: Map<string, number> | null): Promise<void> {
+    this.context.counters.read(entries.length);
+    if (entries.length > 0) this.parts.pace.delivered();
+    try {
+      await this.deliver(entries, counts);
+    } catch (err) {
+      // entries of this read may sit unsettled in the own PEL: read it again once Redis is back
+      this.parts.health.drainNeeded();
+      throw err;
+    }
+  }
+
+  private async deliver(
+    entries: readonly RawEntry[],
+    counts: Map<string, number> | null,
+  ): Promise<void> {
+    const { settlement, retries, tracing } = this.parts;
+    const { stream, group, consumer, options, signal } = this.context;
+    const read = triage(entries, counts, {
+      stream,
+      group,
+      consumer,
+      codec: options.codec,
+      maxDeliveries: options.maxDeliveries,
+      signal,
+      isWaitingRetry: (id) => retries.has(id),
+    });
+    const messages = read.fresh;
+    if (tracing !== undefined)
+      for (let i = 0; i < messages.length; i++) tracing.remember(messages[i], read.freshFields[i]);
+    if (read.waitingRetries.length > 0 && counts)
+      await settlement.uncharge(read.waitingRetries, counts);
+    if (read.deleted.length > 0) await settlement.deleted(read.deleted);
+    if (read.undecodable.length > 0) await settlement.deadLetter(read.undecodable, 'decode_error');
+    if (read.poison.length > 0) await settlement.deadLetter(read.poison, 'max_deliveries');
+    if (messages.length === 0) return;
+
+    await this.parts.limiter.confirm(messages.length);
+    const outcome = await this.handle(messages, counts);
+    // stop() gave up waiting: it settled this batch already and closed the connection
+    if (this.context.isAbandoned()) return;
+    this.parts.acks.add(outcome.ok);
+    if (outcome.rejected) await settlement.rejected(outcome.rejected, entries);
+    if (outcome.failed.length > 0) await settlement.failed(outcome.failed, entries);
+    await settlement.release(outcome.unstarted, counts, 'unstarted');
+  }
+
+  private async handle(
+    messages: StreamMessage<unknown>[],
+    counts: ReadonlyMap<string, number> | null,
+  ): Promise<HandleOutcome> {
+    const { heartbeat } = this.parts;
+    const ids = messages.map((m) => m.entryId);
+    // the whole batch stays claimed until it is settled: an entry whose handler returned waits for
+    // the batch's XACK, one that threw for its retry, one a guard rejected for the dead-letter path
+    const batch = new BatchInHand(
+      ids,
+      heartbeat.hold('inHand', () => ids),
+    );
+    this.current = { batch, counts };
+    try {
+      return await this.parts.runner.run(messages, batch);
+    } finally {
+      this.current = null;
+      heartbeat.drop('inHand');
+    }
+  }
+}
+
+/**
+ * The batch in a handler: what started and how each entry settled. Its clock is that of its held
+ * entries (the heartbeat moves it). A class, so every batch has the same shape.
+ */
+class BatchInHand implements HandlingBatch {
+  readonly unsettled: Set<string>;
+  readonly started = new Set<string>();
+  readonly ok: string[] = [];
+  readonly failed: FailedEntry[] = [];
+
+  constructor(
+    readonly ids: readonly string[],
+    private readonly held: HeldBatch,
+  ) {
+    this.unsettled = new Set(ids);
+  }
+
+  get touchedAt(): number {
+    return this.held.touchedAt;
+  }
+}

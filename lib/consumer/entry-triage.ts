@@ -1,0 +1,93 @@
+import { decodeEntry, errorText } from '../codec/codecs';
+import type { StreamCodec } from '../interfaces/codec.interface';
+import type { StreamMessage } from '../interfaces/stream-message.interface';
+import type { RawEntry } from '../redis/streams-client';
+import type { DeadLetterCandidate } from './loop.types';
+
+/** What a read is sorted by: who reads, how entries decode, and which wait for a retry. */
+export interface TriageRules {
+  readonly stream: string;
+  readonly group: string;
+  readonly consumer: string;
+  readonly codec: StreamCodec<unknown>;
+  readonly maxDeliveries: number;
+  /** Handed to every message (aborted at stop). */
+  readonly signal: AbortSignal;
+  /** True for an entry that waits for its retry here. */
+  isWaitingRetry(entryId: string): boolean;
+}
+
+/** One read, sorted. Dead-letter candidates carry no handler error yet (`error` undefined). */
+export interface TriagedRead {
+  /** Retries waiting for their time that the read took again (a drain, our own reclaim). */
+  waitingRetries: string[];
+  /** Pending entries deleted from the stream. */
+  deleted: string[];
+  /** Delivered more than `maxDeliveries` times; `attempts`: the deliveries before this read. */
+  poison: DeadLetterCandidate[];
+  /** Entries the codec cannot read; `error` says why. */
+  undecodable: DeadLetterCandidate[];
+  /** The messages for the handler, in read order. */
+  fresh: StreamMessage<unknown>[];
+  /** The raw fields of each fresh message (same order), for trace context. */
+  freshFields: Array<readonly string[]>;
+}
+
+/**
+ * Sorts a read into waiting retries, deleted entries, poison pills, undecodable entries and fresh
+ * messages. Pure: a function of the read, its delivery counts (`null`: a fresh read, all 1) and
+ * the rules.
+ */
+export function triage(
+  entries: readonly RawEntry[],
+  counts: ReadonlyMap<string, number> | null,
+  rules: TriageRules,
+): TriagedRead {
+  const { codec, maxDeliveries } = rules;
+  const read: TriagedRead = {
+    waitingRetries: [],
+    deleted: [],
+    poison: [],
+    undecodable: [],
+    fresh: [],
+    freshFields: [],
+  };
+  for (const { entryId, fields } of entries) {
+    // a retry waiting for its time is ours and pending: a read of the own PEL (or our own
+    // reclaim, when the heartbeat fell behind) must not start it
+    if (rules.isWaitingRetry(entryId)) {
+      read.waitingRetries.push(entryId);
+      continue;
+    }
+    if (fields === null) {
+      read.deleted.push(entryId);
+      continue;
+    }
+    const attempts = counts === null ? 1 : (counts.get(entryId) ?? 1);
+    if (attempts > maxDeliveries) {
+      // this read (a drain, a reclaim) reached no handler: the letter says what the poison
+      // sweep would, the deliveries before it
+      read.poison.push({ entryId, fields, attempts: attempts - 1, error: undefined });
+      continue;
+    }
+    let decoded;
+    try {
+      decoded = decodeEntry(codec, fields);
+    } catch (err) {
+      read.undecodable.push({ entryId, fields, attempts, error: errorText(err) });
+      continue;
+    }
+    read.fresh.push({
+      id: decoded.id ?? entryId,
+      entryId,
+      stream: rules.stream,
+      group: rules.group,
+      consumer: rules.consumer,
+      payload: decoded.payload,
+      attempts,
+      signal: rules.signal,
+    });
+    read.freshFields.push(fields);
+  }
+  return read;
+}

@@ -1,0 +1,154 @@
+import { AckBuffer } from './ack-buffer';
+import { OwnConnectionRead } from './blocking-read';
+import { ConsumerCounters } from './consumer-counters';
+import type { StreamConsumerConfig } from './consumer.types';
+import { DeadLetterPath } from './dead-letter-path';
+import { Delivery } from './delivery';
+import { HandlerRunner } from './handler-runner';
+import { Heartbeat } from './heartbeat';
+import { LoopHealth } from './loop-health';
+import type { LoopContext } from './loop.types';
+import { ParkedRead } from './parked-read';
+import { PelSweep } from './pel-sweep';
+import { rateLimiterFor, type StartLimiter } from './rate-limiter';
+import { ReadAhead } from './read-ahead';
+import { RetryClaims } from './retry-claims';
+import { RetryScheduler } from './retry-scheduler';
+import { Settlement } from './settlement';
+import { Shutdown, StopSwitch } from './shutdown';
+import { SweepPace } from './sweep-pace';
+
+/** The collaborators of one loop, the steps of its beat; all built from one {@link LoopContext}. */
+export interface LoopParts {
+  readonly context: LoopContext;
+  /** The loop's figures (written by the collaborators through `LoopCounters`). */
+  readonly counters: ConsumerCounters;
+  readonly stopSwitch: StopSwitch;
+  /** Group known, own PEL to drain, backoff streak, state. */
+  readonly health: LoopHealth;
+  /** How many entries a read may take (`NO_RATE_LIMIT` without `rateLimit`). */
+  readonly limiter: StartLimiter;
+  /** When the next sweep is due. */
+  readonly pace: SweepPace;
+  /** Keeps held entries claimed. */
+  readonly heartbeat: Heartbeat;
+  /** Handled entries waiting for their XACK. */
+  readonly acks: AckBuffer;
+  /** Handles one read and settles it. */
+  readonly delivery: Delivery;
+  /** Own PEL drain, poison sweep, reclaim. */
+  readonly pel: PelSweep;
+  /** Due retries; waiting ones released at stop. */
+  readonly retries: RetryClaims;
+  /** The next read sent while a full batch is handled. */
+  readonly readAhead: ReadAhead;
+  /** The parked read of new entries. */
+  readonly parked: ParkedRead;
+  readonly shutdown: Shutdown;
+}
+
+/**
+ * Builds the context of the loop `config` describes and every collaborator from it, each with
+ * the one or two Redis ports it needs and the few other collaborators it calls.
+ */
+export function wireLoop(config: StreamConsumerConfig): LoopParts {
+  const { client, stream, group, consumer, handlerName, options, logger } = config;
+  const now = config.now ?? Date.now;
+  const stopSwitch = new StopSwitch();
+  const counters = new ConsumerCounters({ stream, group, consumer, handler: handlerName }, now);
+  const context: LoopContext = {
+    stream,
+    group,
+    consumer,
+    handlerName,
+    where: `${handlerName} on ${stream}/${group}`,
+    options,
+    logger,
+    counters,
+    signal: stopSwitch.signal,
+    now,
+    isStopping: stopSwitch.isStopping,
+    isAbandoned: stopSwitch.isAbandoned,
+  };
+
+  const handler = config.tracing ? config.tracing.wrap(config.handler) : config.handler;
+  const runner = new HandlerRunner(context, handler);
+  const deadLetters = new DeadLetterPath(context, client, config.deadLetters);
+  const scheduler = new RetryScheduler(context);
+  const limiter = rateLimiterFor(options.rateLimit, client, stream, group, {
+    signal: stopSwitch.signal,
+    now,
+  });
+  const pace = new SweepPace(options.claimIntervalMs, options.minIdleMs, now, config.sweepPhase);
+  const health = new LoopHealth(context, client);
+  const heartbeat = new Heartbeat(context, client);
+  heartbeat.keep('retries', scheduler.held);
+  const acks = new AckBuffer(context, client, runner);
+  const settlement = new Settlement(context, {
+    client,
+    deadLetters,
+    heartbeat,
+    retries: scheduler,
+    errors: runner,
+  });
+  const delivery = new Delivery(context, {
+    runner,
+    settlement,
+    acks,
+    limiter,
+    retries: scheduler,
+    pace,
+    heartbeat,
+    health,
+    tracing: config.tracing,
+  });
+  const pel = new PelSweep(context, { client, delivery, acks, settlement, limiter });
+  const retries = new RetryClaims(context, {
+    client,
+    scheduler,
+    limiter,
+    settlement,
+    delivery,
+    health,
+  });
+  const readAhead = new ReadAhead(context, { client, heartbeat, health, settlement });
+  const parked = new ParkedRead(
+    config.reader ?? new OwnConnectionRead(client, stream, group, consumer),
+  );
+  const shutdown = new Shutdown(context, {
+    stopSwitch,
+    parked,
+    heartbeat,
+    delivery,
+    acks,
+    readAhead,
+    settlement,
+    scheduler,
+    retries,
+    deadLetters,
+    // a shared connection is closed by its owner after every loop stopped
+    closeClient: async () => {
+      if (config.ownsClient !== false) await client.close();
+    },
+  });
+  // a backoff does not outlast an outage: it ends when the connection is back
+  const wake = (): void => health.wake();
+  client.onReconnect?.(wake);
+  config.reader?.onReconnect?.(wake);
+  return {
+    context,
+    counters,
+    stopSwitch,
+    health,
+    limiter,
+    pace,
+    heartbeat,
+    acks,
+    delivery,
+    pel,
+    retries,
+    readAhead,
+    parked,
+    shutdown,
+  };
+}

@@ -1,0 +1,53 @@
+/** The ack buffer (lib/consumer/ack-buffer.ts) against the in-memory client. */
+import { AckBuffer } from '../../lib/consumer/ack-buffer';
+import { FakeStreamsClient } from '../support/fake-streams-client';
+import { C, G, S, testLoop } from '../support/loop-context';
+
+function setUp() {
+  const loop = testLoop();
+  const fake = new FakeStreamsClient();
+  fake.seedJson(S, 5);
+  const ids = fake.deliverTo(S, G, C, 5);
+  const forgotten: string[] = [];
+  const acks = new AckBuffer(loop.context, fake, { forget: (done) => forgotten.push(...done) });
+  return { loop, fake, ids, acks, forgotten };
+}
+
+describe('AckBuffer', () => {
+  it('sends what was added in one XACK: the entries leave the PEL, are counted, their errors forgotten', async () => {
+    const { loop, fake, ids, acks, forgotten } = setUp();
+    acks.add(ids.slice(0, 2));
+    acks.add(ids.slice(2, 3));
+    expect(fake.callsOf('ack')).toHaveLength(0); // nothing goes out before a flush
+    await acks.flush();
+    expect(fake.callsOf('ack').map((c) => c.args[2])).toEqual([ids.slice(0, 3)]);
+    expect([...fake.pel(S, G).keys()]).toEqual(ids.slice(3));
+    expect(loop.counters.snapshot().totalAcked).toBe(3);
+    expect(forgotten).toEqual(ids.slice(0, 3));
+    await acks.flush(); // empty: no command
+    expect(fake.callsOf('ack')).toHaveLength(1);
+  });
+
+  it('a failed flush keeps the acks, first in line, and throws; the next flush sends them all', async () => {
+    const { loop, fake, ids, acks } = setUp();
+    acks.add([ids[0]]);
+    fake.fail('ack');
+    await expect(acks.flush()).rejects.toThrow(/injected ack failure/);
+    expect(loop.counters.snapshot().totalAcked).toBe(0);
+    acks.add([ids[1]]);
+    await acks.flush();
+    expect(fake.callsOf('ack').map((c) => c.args[2])).toEqual([[ids[0]], [ids[0], ids[1]]]);
+    expect(fake.pel(S, G).has(ids[0])).toBe(false);
+  });
+
+  it('take hands the acks to a caller (sent with a read); putBack puts them before newer ones', () => {
+    const { ids, acks } = setUp();
+    acks.add([ids[2]]);
+    const taken = acks.take();
+    expect(taken).toEqual([ids[2]]);
+    expect(acks.take()).toEqual([]);
+    acks.add([ids[3]]);
+    acks.putBack(taken);
+    expect(acks.take()).toEqual([ids[2], ids[3]]);
+  });
+});

@@ -1,0 +1,130 @@
+/** The dead-letter path (lib/consumer/dead-letter-path.ts): copy, @DeadLetter methods, XACK. */
+import type { DeadLetterSink } from '../../lib/consumer/consumer.types';
+import { DeadLetterPath } from '../../lib/consumer/dead-letter-path';
+import type { DeadLetterCandidate } from '../../lib/consumer/loop.types';
+import type { StreamHandlerOptions } from '../../lib/interfaces/stream-handler-options.interface';
+import type { DeadLetterMessage } from '../../lib/interfaces/dead-letter-message.interface';
+import { FakeStreamsClient } from '../support/fake-streams-client';
+import { C, G, S, manualClock, testLoop } from '../support/loop-context';
+
+const DLQ = 'orders:dlq';
+
+function setUp(
+  options: Partial<StreamHandlerOptions> = { deadLetterStream: DLQ },
+  deliver: (letter: DeadLetterMessage) => Promise<void> = async () => undefined,
+  handlerCount = 1,
+) {
+  const clock = manualClock(Date.UTC(2026, 0, 2, 3, 4, 5));
+  const loop = testLoop(options, clock.now);
+  const fake = new FakeStreamsClient();
+  fake.seedJson(S, 3);
+  const ids = fake.deliverTo(S, G, C, 3);
+  const letters: DeadLetterMessage[] = [];
+  const sink: DeadLetterSink = {
+    handlerCount,
+    deliver: async (letter) => {
+      letters.push(letter);
+      await deliver(letter);
+    },
+  };
+  const path = new DeadLetterPath(loop.context, fake, sink);
+  const candidate = (id: string, error?: string): DeadLetterCandidate => ({
+    entryId: id,
+    fields: fake.entries(S).find((e) => e.entryId === id)!.fields,
+    attempts: 5,
+    error,
+  });
+  return { loop, fake, ids, letters, path, candidate };
+}
+
+describe('DeadLetterPath', () => {
+  it('copies the entry with its dlq_* fields, calls @DeadLetter, then acks and counts it', async () => {
+    const { loop, fake, ids, letters, path, candidate } = setUp();
+    const done = await path.send([candidate(ids[0], 'boom')], 'max_deliveries');
+    expect(done).toEqual([ids[0]]);
+    const [copy] = fake.entries(DLQ);
+    expect(copy.fields).toEqual([
+      ...candidate(ids[0]).fields,
+      'dlq_reason',
+      'max_deliveries',
+      'dlq_stream',
+      S,
+      'dlq_group',
+      G,
+      'dlq_entry_id',
+      ids[0],
+      'dlq_attempts',
+      '5',
+      'dlq_error',
+      'boom',
+      'dlq_at',
+      '2026-01-02T03:04:05.000Z',
+    ]);
+    expect(letters).toEqual([
+      {
+        reason: 'max_deliveries',
+        stream: S,
+        group: G,
+        consumer: C,
+        entryId: ids[0],
+        id: 'evt-0',
+        attempts: 5,
+        fields: { id: 'evt-0', data: '{"i":0}' },
+        error: 'boom',
+      },
+    ]);
+    // order: copy, then the ack
+    expect(fake.calls.map((c) => c.method)).toEqual(['add', 'ack']);
+    expect(fake.pel(S, G).has(ids[0])).toBe(false);
+    expect(loop.counters.snapshot().totalDlq).toBe(1);
+  });
+
+  it('a failing @DeadLetter method leaves the entry pending; the retry does not copy it twice', async () => {
+    let fail = true;
+    const { loop, fake, ids, path, candidate } = setUp({ deadLetterStream: DLQ }, async () => {
+      if (fail) throw new Error('sink down');
+    });
+    expect(await path.send([candidate(ids[0])], 'decode_error')).toEqual([]);
+    expect(fake.pel(S, G).has(ids[0])).toBe(true);
+    expect(loop.counters.snapshot()).toMatchObject({ totalDlq: 0, lastError: 'sink down' });
+    expect(
+      loop.logger.has(/Dead-letter path failed for T\.h orders\/g entry .* stays pending/),
+    ).toBe(true);
+    fail = false;
+    expect(await path.send([candidate(ids[0])], 'decode_error')).toEqual([ids[0]]);
+    expect(fake.entries(DLQ)).toHaveLength(1);
+  });
+
+  it('with no dead-letter stream and no @DeadLetter method the entry is dropped: warned and acked', async () => {
+    const { loop, fake, ids, path, candidate } = setUp({ deadLetterStream: false }, undefined, 0);
+    expect(await path.send([candidate(ids[1])], 'max_deliveries')).toEqual([ids[1]]);
+    expect(fake.callsOf('add')).toEqual([]);
+    expect(fake.pel(S, G).has(ids[1])).toBe(false);
+    expect(loop.logger.has(/warn Dropping max_deliveries entry .*attempts 5/)).toBe(true);
+  });
+
+  it('once the loop stops no entry starts down the path; once abandoned no @DeadLetter call is made', async () => {
+    const stopped = setUp();
+    stopped.loop.stop();
+    expect(await stopped.path.send([stopped.candidate(stopped.ids[0])], 'rejected')).toEqual([]);
+    expect(stopped.fake.calls).toEqual([]);
+
+    const abandoned = setUp();
+    abandoned.loop.abandon();
+    const { path, candidate, ids, fake, letters } = abandoned;
+    expect(await path.send([candidate(ids[0])], 'rejected')).toEqual([]);
+    expect(fake.entries(DLQ)).toHaveLength(1); // copied; it stays pending, the copy is not undone
+    expect(letters).toEqual([]);
+    expect(fake.pel(S, G).has(ids[0])).toBe(true);
+  });
+
+  it('says which entry is on the path and at which step while it runs', async () => {
+    let seen: unknown;
+    const { path, ids, candidate } = setUp({ deadLetterStream: DLQ }, async () => {
+      seen = path.inFlight;
+    });
+    await path.send([candidate(ids[2])], 'max_deliveries');
+    expect(seen).toEqual({ entryId: ids[2], step: 'handlers' });
+    expect(path.inFlight).toBeUndefined();
+  });
+});

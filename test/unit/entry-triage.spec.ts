@@ -1,0 +1,91 @@
+/** Sorting a read (lib/consumer/entry-triage.ts): a pure function, no clock, no Redis. */
+import { jsonCodec } from '../../lib/codec/codecs';
+import { triage, type TriageRules } from '../../lib/consumer/entry-triage';
+import type { RawEntry } from '../../lib/redis/streams-client';
+
+const signal = new AbortController().signal;
+
+function rules(waiting: string[] = []): TriageRules {
+  return {
+    stream: 's',
+    group: 'g',
+    consumer: 'c',
+    codec: jsonCodec,
+    maxDeliveries: 3,
+    signal,
+    isWaitingRetry: (id) => waiting.includes(id),
+  };
+}
+
+const entry = (entryId: string, data = '{"n":1}'): RawEntry => ({
+  entryId,
+  fields: ['id', `b-${entryId}`, 'data', data],
+});
+
+describe('triage', () => {
+  it('sorts a read into waiting retries, deleted, poison, undecodable and fresh, in read order', () => {
+    const entries: RawEntry[] = [
+      entry('1-0'),
+      { entryId: '2-0', fields: null },
+      entry('3-0'),
+      entry('4-0', '{not json'),
+      entry('5-0', '{"n":5}'),
+      entry('6-0'),
+    ];
+    const counts = new Map([
+      ['1-0', 2],
+      ['3-0', 4],
+      ['4-0', 1],
+      ['5-0', 3],
+      ['6-0', 1],
+    ]);
+    const read = triage(entries, counts, rules(['6-0']));
+    expect(read.waitingRetries).toEqual(['6-0']);
+    expect(read.deleted).toEqual(['2-0']);
+    // delivered 4 times with maxDeliveries 3: the letter counts the deliveries before this read
+    expect(read.poison).toEqual([
+      { entryId: '3-0', fields: entries[2].fields, attempts: 3, error: undefined },
+    ]);
+    expect(read.undecodable).toHaveLength(1);
+    expect(read.undecodable[0]).toMatchObject({ entryId: '4-0', attempts: 1 });
+    expect(read.undecodable[0].error).toEqual(expect.any(String));
+    expect(read.fresh.map((m) => [m.entryId, m.id, m.attempts, m.payload])).toEqual([
+      ['1-0', 'b-1-0', 2, { n: 1 }],
+      ['5-0', 'b-5-0', 3, { n: 5 }],
+    ]);
+    expect(read.freshFields).toEqual([entries[0].fields, entries[4].fields]);
+  });
+
+  it('a fresh read (no counts) is a first attempt, and messages carry who read them and the signal', () => {
+    const read = triage([entry('7-0')], null, rules());
+    expect(read.fresh).toEqual([
+      {
+        id: 'b-7-0',
+        entryId: '7-0',
+        stream: 's',
+        group: 'g',
+        consumer: 'c',
+        payload: { n: 1 },
+        attempts: 1,
+        signal,
+      },
+    ]);
+  });
+
+  it('a waiting retry wins over everything else, even when deleted or past maxDeliveries', () => {
+    const read = triage(
+      [{ entryId: '1-0', fields: null }, entry('2-0')],
+      new Map([['2-0', 9]]),
+      rules(['1-0', '2-0']),
+    );
+    expect(read.waitingRetries).toEqual(['1-0', '2-0']);
+    expect(read.deleted).toEqual([]);
+    expect(read.poison).toEqual([]);
+  });
+
+  it('an entry missing from the counts is a first attempt; one at exactly maxDeliveries is handled', () => {
+    const read = triage([entry('1-0'), entry('2-0')], new Map([['2-0', 3]]), rules());
+    expect(read.fresh.map((m) => m.attempts)).toEqual([1, 3]);
+    expect(read.poison).toEqual([]);
+  });
+});

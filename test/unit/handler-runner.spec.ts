@@ -1,0 +1,189 @@
+/** Calling the user's method and turning what happens into verdicts (lib/consumer/handler-runner.ts). */
+import type { EntryHandler } from '../../lib/consumer/consumer.types';
+import { HandlerRunner } from '../../lib/consumer/handler-runner';
+import type { HandlingBatch } from '../../lib/consumer/loop.types';
+import { EntryRejectedError } from '../../lib/errors/entry-rejected.error';
+import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
+import { testLoop, tick } from '../support/loop-context';
+
+function messages(n: number): StreamMessage<unknown>[] {
+  return Array.from({ length: n }, (_, i) => ({
+    id: `b-${i}`,
+    entryId: `${i + 1}-0`,
+    stream: 'orders',
+    group: 'g',
+    consumer: 'c1',
+    payload: { i },
+    attempts: 1,
+    signal: new AbortController().signal,
+  }));
+}
+
+function batchOf(list: StreamMessage<unknown>[]): HandlingBatch {
+  const ids = list.map((m) => m.entryId);
+  return {
+    ids,
+    unsettled: new Set(ids),
+    touchedAt: 123,
+    started: new Set(),
+    ok: [],
+    failed: [],
+  };
+}
+
+const perEntry = (call: (m: StreamMessage<unknown>) => unknown): EntryHandler => ({
+  batch: false,
+  call,
+});
+const batch = (call: (m: StreamMessage<unknown>[]) => unknown): EntryHandler =>
+  ({ batch: true, call }) as EntryHandler;
+
+describe('HandlerRunner, per entry', () => {
+  it('a return is ok, a throw is a failure (counted, logged, remembered), a refusal is rejected', async () => {
+    const loop = testLoop();
+    const boom = new Error('boom');
+    const runner = new HandlerRunner(
+      loop.context,
+      perEntry((m) => {
+        if (m.entryId === '2-0') throw boom;
+        if (m.entryId === '3-0') throw new EntryRejectedError('bad dto', 'pipe');
+        return Promise.resolve();
+      }),
+    );
+    const list = messages(4);
+    const held = batchOf(list);
+    const outcome = await runner.run(list, held);
+    expect(outcome.ok).toEqual(['1-0', '4-0']);
+    expect(outcome.unstarted).toEqual([]);
+    expect(outcome.failed.map((f) => [f.message.entryId, f.error, f.claimedAt])).toEqual([
+      ['2-0', boom, 123],
+    ]);
+    expect(outcome.rejected).toEqual([{ entryId: '3-0', attempts: 1, error: 'bad dto' }]);
+    expect(held.unsettled.size).toBe(0);
+    expect(loop.counters.snapshot()).toMatchObject({ totalErrors: 1, lastError: 'boom' });
+    expect(
+      loop.logger.has(
+        /error Handler T\.h on orders\/g failed on entry 2-0 \(id b-1, attempt 1\): boom/,
+      ),
+    ).toBe(true);
+    expect(runner.lastErrorOf('2-0')).toBe('boom');
+    runner.forget(['2-0']);
+    expect(runner.lastErrorOf('2-0')).toBeUndefined();
+  });
+
+  it('concurrency 1 runs in stream order, one at a time; a stop leaves the rest unstarted', async () => {
+    const loop = testLoop({ concurrency: 1 });
+    const seen: string[] = [];
+    const runner = new HandlerRunner(
+      loop.context,
+      perEntry(async (m) => {
+        seen.push(`start ${m.entryId}`);
+        await tick(1);
+        seen.push(`end ${m.entryId}`);
+        if (m.entryId === '2-0') loop.stop();
+      }),
+    );
+    const list = messages(4);
+    const held = batchOf(list);
+    const outcome = await runner.run(list, held);
+    expect(seen).toEqual(['start 1-0', 'end 1-0', 'start 2-0', 'end 2-0']);
+    expect(outcome.ok).toEqual(['1-0', '2-0']);
+    expect(outcome.unstarted).toEqual(['3-0', '4-0']);
+    expect([...held.started]).toEqual(['1-0', '2-0']);
+  });
+
+  it('concurrency n runs up to n handlers at once', async () => {
+    const loop = testLoop({ concurrency: 3 });
+    let running = 0;
+    let most = 0;
+    const runner = new HandlerRunner(
+      loop.context,
+      perEntry(async () => {
+        most = Math.max(most, ++running);
+        await tick(1);
+        running--;
+      }),
+    );
+    const list = messages(7);
+    const outcome = await runner.run(list, batchOf(list));
+    expect(most).toBe(3);
+    expect(outcome.ok.sort()).toEqual(list.map((m) => m.entryId).sort());
+  });
+});
+
+describe('HandlerRunner, batch mode', () => {
+  it('acks what the batch returns (messages or ids); the rest fail on their own; strangers are ignored', async () => {
+    const loop = testLoop();
+    const list = messages(3);
+    const runner = new HandlerRunner(
+      loop.context,
+      batch(() => [list[0], '3-0', '9-0']),
+    );
+    const outcome = await runner.run(list, batchOf(list));
+    expect(outcome.ok).toEqual(['1-0', '3-0']);
+    expect(outcome.failed.map((f) => [f.message.entryId, f.error])).toEqual([['2-0', undefined]]);
+    expect(loop.logger.has(/batch handler returned 9-0, not an entry of this batch; ignored/)).toBe(
+      true,
+    );
+  });
+
+  it('a throw fails every entry; nothing returned acks none; a non-iterable fails the batch', async () => {
+    const list = messages(2);
+    const thrown = testLoop();
+    const failing = new HandlerRunner(
+      thrown.context,
+      batch(() => {
+        throw new Error('down');
+      }),
+    );
+    const out1 = await failing.run(list, batchOf(list));
+    expect(out1.failed.map((f) => f.message.entryId)).toEqual(['1-0', '2-0']);
+    expect(failing.lastErrorOf('2-0')).toBe('down');
+    expect(thrown.counters.snapshot().totalErrors).toBe(1);
+
+    const silent = testLoop();
+    const out2 = await new HandlerRunner(
+      silent.context,
+      batch(() => undefined),
+    ).run(list, batchOf(list));
+    expect(out2.ok).toEqual([]);
+    expect(out2.failed).toHaveLength(2);
+    expect(silent.logger.has(/batch handler returned nothing; acked none of 2 entries/)).toBe(true);
+
+    const odd = testLoop();
+    const out3 = await new HandlerRunner(
+      odd.context,
+      batch(() => true),
+    ).run(list, batchOf(list));
+    expect(out3.failed).toHaveLength(2);
+    expect(odd.counters.snapshot().lastError).toMatch(/not an iterable of messages or entry ids/);
+  });
+
+  it('a refusal rejects the whole batch; a batch not started at stop is all unstarted', async () => {
+    const list = messages(2);
+    const loop = testLoop();
+    const refusing = new HandlerRunner(
+      loop.context,
+      batch(() => {
+        throw new EntryRejectedError('nope', 'guard');
+      }),
+    );
+    const out = await refusing.run(list, batchOf(list));
+    expect(out.rejected?.map((r) => [r.entryId, r.error])).toEqual([
+      ['1-0', 'nope'],
+      ['2-0', 'nope'],
+    ]);
+    loop.stop();
+    const calls: unknown[] = [];
+    const stopped = new HandlerRunner(
+      loop.context,
+      batch((m) => calls.push(m)),
+    );
+    expect(await stopped.run(list, batchOf(list))).toEqual({
+      ok: [],
+      unstarted: ['1-0', '2-0'],
+      failed: [],
+    });
+    expect(calls).toEqual([]);
+  });
+});
