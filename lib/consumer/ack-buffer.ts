@@ -1,4 +1,4 @@
-import type { StreamsClient } from '../redis/streams-client';
+import type { StreamsClient } from '../redis/stream-roles';
 import type { HandlerErrors, LoopContext } from './loop.types';
 
 /**

@@ -1,4 +1,4 @@
-import type { RawEntry, StreamsClient } from '../redis/streams-client';
+import type { RawEntry, StreamsClient } from '../redis/stream-roles';
 
 /**
  * How a consumer loop waits for new entries (`XREADGROUP ... >` with BLOCK): on a connection of its

@@ -2,7 +2,7 @@ import type { StreamCodec } from '../interfaces/codec.interface';
 import type { StreamHandlerOptions } from '../interfaces/stream-handler-options.interface';
 import type { DeadLetterMessage } from '../interfaces/dead-letter-message.interface';
 import type { BatchAcks, StreamMessage } from '../interfaces/stream-message.interface';
-import type { StreamsClient } from '../redis/streams-client';
+import type { StreamsClient } from '../redis/stream-roles';
 import type { BlockingReader } from './blocking-read';
 
 /** What the engine logs through; Nest's `Logger` fits, so does `console`. */

@@ -4,7 +4,7 @@ import type {
   DeadLetterMessage,
   DeadLetterReason,
 } from '../interfaces/dead-letter-message.interface';
-import type { StreamsClient } from '../redis/streams-client';
+import type { StreamsClient } from '../redis/stream-roles';
 import type { ConsumerLogger, DeadLetterSink } from './consumer.types';
 import type { DeadLetterCandidate, LoopContext, LoopCounters } from './loop.types';
 

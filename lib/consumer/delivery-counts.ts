@@ -1,4 +1,4 @@
-import type { RawEntry, StreamsClient } from '../redis/streams-client';
+import type { RawEntry, StreamsClient } from '../redis/stream-roles';
 import type { LoopContext } from './loop.types';
 
 /**

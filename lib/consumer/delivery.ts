@@ -1,5 +1,5 @@
 import type { StreamMessage } from '../interfaces/stream-message.interface';
-import type { RawEntry } from '../redis/streams-client';
+import type { RawEntry } from '../redis/stream-roles';
 import type { AckBuffer } from './ack-buffer';
 import type { EntryTracing } from './consumer.types';
 import { triage } from './entry-triage';

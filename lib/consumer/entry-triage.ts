@@ -1,7 +1,7 @@
 import { decodeEntry, errorText } from '../codec/codecs';
 import type { StreamCodec } from '../interfaces/codec.interface';
 import type { StreamMessage } from '../interfaces/stream-message.interface';
-import type { RawEntry } from '../redis/streams-client';
+import type { RawEntry } from '../redis/stream-roles';
 import type { DeadLetterCandidate } from './loop.types';
 
 /** What a read is sorted by: who reads, how entries decode, and which wait for a retry. */

@@ -1,5 +1,5 @@
 import { errorText } from '../codec/codecs';
-import type { StreamsClient } from '../redis/streams-client';
+import type { StreamsClient } from '../redis/stream-roles';
 import type { HeldBatch, LoopContext } from './loop.types';
 
 /**

@@ -1,5 +1,6 @@
 import { errorText } from '../codec/codecs';
-import { isNoGroupError, isWrongTypeError, type StreamsClient } from '../redis/streams-client';
+import { isNoGroupError, isWrongTypeError } from '../redis/redis-errors';
+import type { StreamsClient } from '../redis/stream-roles';
 import { BACKOFF_INITIAL_MS, backoffDelay, sleep } from './backoff';
 import type { LoopContext } from './loop.types';
 

@@ -1,4 +1,4 @@
-import type { RawEntry } from '../redis/streams-client';
+import type { RawEntry } from '../redis/stream-roles';
 import { sleep } from './backoff';
 import type { BlockingReader } from './blocking-read';
 

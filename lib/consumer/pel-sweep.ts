@@ -1,4 +1,4 @@
-import type { StreamsClient } from '../redis/streams-client';
+import type { StreamsClient } from '../redis/stream-roles';
 import type { AckBuffer } from './ack-buffer';
 import type { Delivery } from './delivery';
 import { deliveryCounts } from './delivery-counts';

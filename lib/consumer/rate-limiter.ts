@@ -1,5 +1,5 @@
 import type { RateLimitOptions } from '../interfaces/delivery-control.interface';
-import type { StreamsClient } from '../redis/streams-client';
+import type { StreamsClient } from '../redis/stream-roles';
 import { sleep } from './backoff';
 
 /** One refill: starts granted from the current window and the ms until that window ends. */

@@ -1,4 +1,4 @@
-import type { RawEntry, StreamsClient } from '../redis/streams-client';
+import type { RawEntry, StreamsClient } from '../redis/stream-roles';
 import type { Heartbeat } from './heartbeat';
 import type { LoopHealth } from './loop-health';
 import type { LoopContext } from './loop.types';

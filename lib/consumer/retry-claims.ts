@@ -1,6 +1,6 @@
 import { errorText } from '../codec/codecs';
 import { compareEntryIds } from '../redis/entry-id';
-import type { RawEntry, StreamsClient } from '../redis/streams-client';
+import type { RawEntry, StreamsClient } from '../redis/stream-roles';
 import type { Delivery } from './delivery';
 import { deliveryCounts } from './delivery-counts';
 import type { LoopHealth } from './loop-health';

@@ -1,5 +1,5 @@
 import type { DeadLetterReason } from '../interfaces/dead-letter-message.interface';
-import type { RawEntry, StreamsClient } from '../redis/streams-client';
+import type { RawEntry, StreamsClient } from '../redis/stream-roles';
 import type { DeadLetterPath } from './dead-letter-path';
 import type { Heartbeat } from './heartbeat';
 import type {

@@ -1,4 +1,4 @@
-import type { StreamsClient } from '../redis/streams-client';
+import type { StreamsClient } from '../redis/stream-roles';
 import type { BlockingReader } from './blocking-read';
 import { SharedGroupRead } from './shared-read';
 

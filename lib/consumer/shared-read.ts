@@ -1,4 +1,5 @@
-import { isReplyError, type RawEntry, type StreamsClient } from '../redis/streams-client';
+import { isReplyError } from '../redis/redis-errors';
+import type { RawEntry, StreamsClient } from '../redis/stream-roles';
 import { sleep } from './backoff';
 import type { BlockingReader } from './blocking-read';
 

@@ -1,6 +1,6 @@
 import { errorText } from '../codec/codecs';
 import type { ConsumerSnapshot } from '../interfaces/consumer-snapshot.interface';
-import type { RawEntry } from '../redis/streams-client';
+import type { RawEntry } from '../redis/stream-roles';
 import type { StreamConsumerConfig } from './consumer.types';
 import { wireLoop, type LoopParts } from './loop-wiring';
 
