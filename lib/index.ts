@@ -1,4 +1,4 @@
-export { EchoStreamModule } from './echo-stream.module';
+export { EchoStreamModule } from './module/echo-stream.module';
 export { StreamHandler } from './decorators/stream-handler.decorator';
 export { DeadLetter } from './decorators/dead-letter.decorator';
 export { Payload } from './decorators/payload.decorator';
@@ -16,8 +16,8 @@ export { EchoStreamHealthError } from './errors/echo-stream-health.error';
 export {
   EchoStreamConnectionError,
   type ConnectionErrorFields,
-  type RedisFailureReason,
 } from './errors/echo-stream-connection.error';
+export type { RedisFailureReason } from './interfaces/redis-link-status.interface';
 export {
   EchoStreamPublishError,
   type PublishErrorFields,

@@ -1,9 +1,9 @@
 import { Injectable, Logger, Optional } from '@nestjs/common';
 import { ID_FIELD, resolveCodec } from '../codec/codecs';
-import { EchoStreamConnections } from '../echo-stream.connections';
-import { EchoStreamLifecycle } from '../echo-stream.lifecycle';
-import { EchoStreamOrchestrator } from '../echo-stream.orchestrator';
-import { ConsumerRegistry } from '../echo-stream.registry';
+import { EchoStreamConnections } from '../runtime/echo-stream.connections';
+import { EchoStreamLifecycle } from '../runtime/echo-stream.lifecycle';
+import { EchoStreamOrchestrator } from '../runtime/echo-stream.orchestrator';
+import { ConsumerRegistry } from '../runtime/echo-stream.registry';
 import type {
   DeadLetterEntry,
   DeadLetterQueryOptions,
@@ -11,7 +11,7 @@ import type {
 } from '../interfaces/dead-letter-entry.interface';
 import type { HistoryEntry, HistoryOptions } from '../interfaces/lifecycle.interface';
 import { historyWindow, readHistory } from '../lifecycle/history-reader';
-import { compareEntryIds, entryIdMs } from '../redis/entry-id';
+import { compareEntryIds, entryIdMs } from '../codec/entry-id';
 import type { RawEntry } from '../redis/stream-roles';
 
 /** Entries read from a dead-letter stream per XRANGE. */

@@ -1,6 +1,5 @@
 import type { EchoStreamAdmin } from '../admin/echo-stream-admin.service';
-import type { StreamBrowser } from '../redis/stream-browser';
-import type { RedisStreamsClient } from '../redis/streams-client';
+import type { StreamBrowsing, StreamsClient } from '../redis/stream-roles';
 import type { ConsumerStats } from '../stats/consumer-stats.service';
 import { fieldsToRecord } from '../codec/codecs';
 import { fieldsText } from '../codec/fields-text';
@@ -8,8 +7,8 @@ import { duration, safeText, table } from './format';
 
 /** Everything a command may use: the library's services over one connection, and the output. */
 export interface CommandContext {
-  client: RedisStreamsClient;
-  browser: StreamBrowser;
+  client: StreamsClient;
+  browser: StreamBrowsing;
   admin: EchoStreamAdmin;
   stats: ConsumerStats;
   json: boolean;

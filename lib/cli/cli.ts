@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { errorText } from '../codec/codecs';
-import { INVALID_URL, redactUrlsIn, viewRedisUrl } from '../redis/redact-url';
-import { openOneShotConnection, type OneShotConnection } from '../redis/one-shot-connection';
+import { INVALID_URL, redactUrlsIn, viewRedisUrl } from '../config/redact-url';
+import { openOneShotConnection, type OneShotConnection } from '../runtime/one-shot-connection';
 import { CliError, COMMANDS, type CommandArgs, type CommandSpec } from './cli-commands';
 import { printable, safeText } from './format';
 import { standaloneServices } from './standalone';

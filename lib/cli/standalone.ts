@@ -1,8 +1,7 @@
 import { EchoStreamAdmin } from '../admin/echo-stream-admin.service';
-import type { EchoStreamConnections } from '../echo-stream.connections';
-import type { EchoStreamOrchestrator } from '../echo-stream.orchestrator';
-import { ConsumerRegistry } from '../echo-stream.registry';
-import type { RedisStreamsClient } from '../redis/streams-client';
+import type { EchoStreamConnections } from '../runtime/echo-stream.connections';
+import type { EchoStreamOrchestrator } from '../runtime/echo-stream.orchestrator';
+import { ConsumerRegistry } from '../runtime/echo-stream.registry';
 import { ConsumerStats } from '../stats/consumer-stats.service';
 
 /** The library's own services over one client, without a Nest app and without loops. */
@@ -17,7 +16,7 @@ export interface StandaloneServices {
  * are in `${stream}:dlq`. NOTE: both services read only `connections.client`; the orchestrator is
  * only used by `start()` / `stop()`, which the CLI never calls.
  */
-export function standaloneServices(client: RedisStreamsClient): StandaloneServices {
+export function standaloneServices(client: EchoStreamConnections['client']): StandaloneServices {
   const connections = { client } as Pick<EchoStreamConnections, 'client'> as EchoStreamConnections;
   const noLoops = new ConsumerRegistry();
   const noOrchestrator = {

@@ -1,6 +1,6 @@
 import { inspect } from 'node:util';
 import { CodecOption, StreamCodec } from '../interfaces/codec.interface';
-import { isTraceField } from '../tracing/trace-fields';
+import { isTraceField } from './trace-fields';
 import { boundedText, ERROR_TEXT_MAX_BYTES } from './bounded-text';
 
 /** The field that carries the producer's branded id; never part of a codec's field map. */

@@ -1,5 +1,4 @@
-import type { StreamCodec } from '../interfaces/codec.interface';
-import type { StreamHandlerOptions } from '../interfaces/stream-handler-options.interface';
+import type { ResolvedHandlerOptions } from '../config/handler-definitions';
 import type { DeadLetterMessage } from '../interfaces/dead-letter-message.interface';
 import type { BatchAcks, StreamMessage } from '../interfaces/stream-message.interface';
 import type { StreamsClient } from '../redis/stream-roles';
@@ -12,11 +11,6 @@ export interface ConsumerLogger {
   error(message: string, stack?: string): void;
   debug?(message: string): void;
 }
-
-/** Handler options with every default applied and the codec resolved. */
-export type ResolvedHandlerOptions = Omit<StreamHandlerOptions, 'codec'> & {
-  codec: StreamCodec<unknown>;
-};
 
 /** The user's method, already bound to its instance. */
 export type EntryHandler =

@@ -1,6 +1,7 @@
 import type { ConsumerState } from '../interfaces/consumer-snapshot.interface';
 import type { StreamMessage } from '../interfaces/stream-message.interface';
-import type { ConsumerLogger, ResolvedHandlerOptions } from './consumer.types';
+import type { ResolvedHandlerOptions } from '../config/handler-definitions';
+import type { ConsumerLogger } from './consumer.types';
 
 /**
  * Types the loop's collaborators share. A leaf: it imports no class of this folder, so no two

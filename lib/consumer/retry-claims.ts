@@ -1,5 +1,5 @@
 import { errorText } from '../codec/codecs';
-import { compareEntryIds } from '../redis/entry-id';
+import { compareEntryIds } from '../codec/entry-id';
 import type { RawEntry, StreamsClient } from '../redis/stream-roles';
 import type { Delivery } from './delivery';
 import { deliveryCounts } from './delivery-counts';

@@ -1,18 +1,7 @@
 import { errorText } from '../codec/codecs';
 import type { RetryPolicy } from '../interfaces/delivery-control.interface';
 import type { StreamMessage } from '../interfaces/stream-message.interface';
-
-/**
- * The default policy (docs/delivery.md "Retries"): exponential from 1 s, doubling, capped at 60 s,
- * no jitter.
- */
-export const DEFAULT_RETRY_POLICY = {
-  type: 'exponential',
-  initialMs: 1000,
-  factor: 2,
-  maxMs: 60_000,
-  jitter: 0,
-} as const satisfies RetryPolicy;
+import { DEFAULT_RETRY_POLICY } from '../config/delivery-options';
 
 /** What a custom policy's bad answer falls back to (the default policy's first delay). */
 export const FALLBACK_RETRY_DELAY_MS = DEFAULT_RETRY_POLICY.initialMs;

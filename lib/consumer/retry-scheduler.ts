@@ -1,5 +1,5 @@
 import { isNonRetryable } from '../errors/non-retryable.error';
-import type { ResolvedHandlerOptions } from './consumer.types';
+import type { ResolvedHandlerOptions } from '../config/handler-definitions';
 import { HeldEntries } from './heartbeat';
 import type { FailedEntry, LoopContext, LoopCounters } from './loop.types';
 import { retryDelay } from './retry-policy';

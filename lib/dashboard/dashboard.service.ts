@@ -1,11 +1,10 @@
 import { BadRequestException, Inject, Injectable, Logger, NotFoundException } from '@nestjs/common';
 import { EchoStreamAdmin } from '../admin/echo-stream-admin.service';
 import { errorText } from '../codec/codecs';
-import { EchoStreamConnections } from '../echo-stream.connections';
-import { ConsumerRegistry } from '../echo-stream.registry';
+import { EchoStreamConnections } from '../runtime/echo-stream.connections';
+import { ConsumerRegistry } from '../runtime/echo-stream.registry';
 import type { ConsumerSnapshot } from '../interfaces/consumer-snapshot.interface';
-import { isInvalidStreamIdError } from '../redis/stream-browser';
-import { isWrongTypeError } from '../redis/redis-errors';
+import { isInvalidStreamIdError, isWrongTypeError } from '../redis/redis-errors';
 import { ConsumerStats } from '../stats/consumer-stats.service';
 import type { PageQuery, RedriveBody } from './dashboard-input';
 import { DASHBOARD_OPTIONS } from './dashboard.constants';

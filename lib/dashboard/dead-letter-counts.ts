@@ -1,5 +1,7 @@
-import type { StreamBrowser } from '../redis/stream-browser';
-import type { RedisStreamsClient } from '../redis/streams-client';
+import type { Browsing, StreamBrowsing, StreamQueries } from '../redis/stream-roles';
+
+/** What counting needs of the client: XLEN and XRANGE, and browsing on the same link. */
+type CountingClient = Pick<StreamQueries, 'length' | 'range'> & Browsing;
 
 /** Most letters one full count reads (newest first); past it the counts are of the newest ones. */
 export const MAX_COUNTED_LETTERS = 10_000;
@@ -35,7 +37,7 @@ export class DeadLetterCounter {
   private readonly cache = new Map<string, Counted>();
 
   async count(
-    client: RedisStreamsClient,
+    client: CountingClient,
     deadLetterStream: string,
     stream: string,
   ): Promise<DeadLetterCounts> {
@@ -57,7 +59,7 @@ export class DeadLetterCounter {
 
   /** The cached counts plus the letters added after them; `undefined` when more than that changed. */
   private async countAdded(
-    client: RedisStreamsClient,
+    client: CountingClient,
     deadLetterStream: string,
     stream: string,
     cached: Counted,
@@ -81,7 +83,7 @@ export class DeadLetterCounter {
   }
 
   private async countAll(
-    browser: StreamBrowser,
+    browser: StreamBrowsing,
     deadLetterStream: string,
     stream: string,
     length: number,

@@ -1,5 +1,5 @@
-import { entryIdMs, compareEntryIds } from '../redis/entry-id';
-import type { RawEntry, RedisStreamsClient } from '../redis/streams-client';
+import { entryIdMs, compareEntryIds } from '../codec/entry-id';
+import type { RawEntry, StreamQueries } from '../redis/stream-roles';
 import type { DeadLetterView } from './dashboard-views';
 import { cutText, MAX_NAME_CHARS, MAX_VALUE_CHARS, PageBudget, previewFields } from './page-budget';
 
@@ -16,7 +16,7 @@ const DLQ_PREFIX = 'dlq_';
  * raw letters of each dead-letter stream at a time (internal).
  */
 export async function readDeadLetterPage(
-  client: RedisStreamsClient,
+  client: Pick<StreamQueries, 'range'>,
   deadLetterStreams: readonly string[],
   stream: string,
   count: number,
@@ -42,7 +42,7 @@ export async function readDeadLetterPage(
 }
 
 async function readSink(
-  client: RedisStreamsClient,
+  client: Pick<StreamQueries, 'range'>,
   sink: string,
   stream: string,
   count: number,

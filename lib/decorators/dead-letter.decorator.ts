@@ -1,5 +1,5 @@
 import { SetMetadata } from '@nestjs/common';
-import { DEAD_LETTER_METADATA } from '../echo-stream.constants';
+import { DEAD_LETTER_METADATA } from '../config/constants';
 import { checkName } from './stream-handler.decorator';
 
 /** What `@DeadLetter` records on a method (internal). */

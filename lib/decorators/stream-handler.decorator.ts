@@ -1,6 +1,6 @@
-import { STREAM_HANDLER_METADATA } from '../echo-stream.constants';
-import { messages } from '../echo-stream.messages';
-import { checkHandlerOptions } from '../echo-stream.options';
+import { STREAM_HANDLER_METADATA } from '../config/constants';
+import { messages } from '../config/messages';
+import { checkHandlerOptions } from '../config/module-options';
 import { EchoStreamConfigError } from '../errors/echo-stream-config.error';
 import type { StreamHandlerOptions } from '../interfaces/stream-handler-options.interface';
 

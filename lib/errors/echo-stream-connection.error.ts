@@ -1,25 +1,4 @@
-/**
- * Why Redis could not be reached:
- * - `refused`: nothing listens at the address (ECONNREFUSED);
- * - `unknown_host`: the host name does not resolve (ENOTFOUND, EAI_AGAIN);
- * - `unreachable`: no route to the host (EHOSTUNREACH, ENETUNREACH);
- * - `timeout`: no connection or no reply in time (ETIMEDOUT, a command deadline, `publishTimeoutMs`);
- * - `auth`: the server refused the credentials (WRONGPASS, NOAUTH);
- * - `tls`: the TLS handshake or the certificate check failed;
- * - `protocol`: the peer does not speak the Redis protocol;
- * - `closed`: the connection was closed or reset by the peer or the network;
- * - `other`: any other connection error (its text is kept in `detail`).
- */
-export type RedisFailureReason =
-  | 'refused'
-  | 'unknown_host'
-  | 'unreachable'
-  | 'timeout'
-  | 'auth'
-  | 'tls'
-  | 'protocol'
-  | 'closed'
-  | 'other';
+import type { RedisFailureReason } from '../interfaces/redis-link-status.interface';
 
 /** The fields of an {@link EchoStreamConnectionError}. */
 export interface ConnectionErrorFields {

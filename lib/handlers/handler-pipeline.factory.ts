@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { ExternalContextCreator, ModuleRef, type ApplicationConfig } from '@nestjs/core';
-import type { HandlerDefinition } from '../echo-stream.definitions';
-import { messages } from '../echo-stream.messages';
+import type { HandlerDefinition } from '../config/handler-definitions';
+import { messages } from '../config/messages';
 import { EntryRejectedError } from '../errors/entry-rejected.error';
 import type { StreamMessage } from '../interfaces/stream-message.interface';
 import {

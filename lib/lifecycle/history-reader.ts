@@ -1,7 +1,7 @@
 import { brandedIdOf, decodeEntry, errorText, fieldsToRecord } from '../codec/codecs';
 import type { StreamCodec } from '../interfaces/codec.interface';
 import type { HistoryEntry, HistoryOptions } from '../interfaces/lifecycle.interface';
-import { compareEntryIds, entryIdMs, isEntryId } from '../redis/entry-id';
+import { compareEntryIds, entryIdMs, isEntryId } from '../codec/entry-id';
 import type { LifecycleClient } from '../redis/lifecycle-client';
 
 /** Entries read per XRANGE while iterating the history. */

@@ -1,6 +1,6 @@
 export * from './consumer-cleanup';
 export * from './history-reader';
-export * from './lifecycle-options';
+export * from '../config/lifecycle-options';
 export * from './periodic-task';
 export * from './retention-floor';
 export * from './retention-lease';

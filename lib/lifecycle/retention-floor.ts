@@ -1,4 +1,4 @@
-import { compareEntryIds, nextEntryId } from '../redis/entry-id';
+import { compareEntryIds, nextEntryId } from '../codec/entry-id';
 import type { GroupFloorInfo } from '../redis/lifecycle-client';
 
 /** The lowest entry id some group still needs, and which group that is. */

@@ -1,10 +1,10 @@
 import { brandedIdOf, errorStack, errorText, fieldsToRecord } from '../codec/codecs';
 import type { ConsumerLogger } from '../consumer/consumer.types';
 import type { ArchivedEntry, RetentionReport } from '../interfaces/lifecycle.interface';
-import { compareEntryIds, entryIdMs, nextEntryId } from '../redis/entry-id';
+import { compareEntryIds, entryIdMs, nextEntryId } from '../codec/entry-id';
 import type { LifecycleClient } from '../redis/lifecycle-client';
 import type { RawEntry } from '../redis/stream-roles';
-import type { ResolvedRetentionRule } from './lifecycle-options';
+import type { ResolvedRetentionRule } from '../config/lifecycle-options';
 import { retentionFloor, type RetentionFloor } from './retention-floor';
 import type { RetentionLease } from './retention-lease';
 

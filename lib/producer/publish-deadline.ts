@@ -1,6 +1,6 @@
 import { EchoStreamConnectionError } from '../errors/echo-stream-connection.error';
 import { EchoStreamPublishError } from '../errors/echo-stream-publish.error';
-import type { ConnectionMonitor } from '../redis/connection-monitor';
+import type { ConnectionMonitor } from '../redis/stream-roles';
 import { RedisDeadlineError } from '../redis/redis-errors';
 
 /** What the publish timer rejects with; the link stays as it is (the reply may just be slow). */

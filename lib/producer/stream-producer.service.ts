@@ -1,8 +1,8 @@
 import { Inject, Injectable, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { encodeEntry, errorText, resolveCodec } from '../codec/codecs';
-import { ECHO_STREAM_OPTIONS } from '../echo-stream.constants';
-import { EchoStreamConnections } from '../echo-stream.connections';
-import type { ResolvedModuleOptions } from '../echo-stream.options';
+import { ECHO_STREAM_OPTIONS } from '../config/constants';
+import { EchoStreamConnections } from '../runtime/echo-stream.connections';
+import type { ResolvedModuleOptions } from '../config/module-options';
 import { EchoStreamReplicationError } from '../errors/echo-stream-replication.error';
 import type { StreamCodec } from '../interfaces/codec.interface';
 import type {
@@ -14,7 +14,7 @@ import type { ReplicatedWrite } from '../redis/stream-roles';
 import { loadOtel } from '../tracing/otel-api';
 import { ProducerTracing } from '../tracing/producer-tracing';
 import { brandedId } from './branded-id';
-import { DurablePublishLink } from './durable-publish-link';
+import { DurablePublishLink } from '../runtime/durable-publish-link';
 import { publishWithin } from './publish-deadline';
 
 /** `replicaTimeoutMs` when `replicas` is given without it (docs/scale.md "Durable publish"). */

@@ -1,5 +1,5 @@
-import type { RedisFailureReason } from '../errors/echo-stream-connection.error';
-import { redactUrlsIn } from './redact-url';
+import type { RedisFailureReason } from '../interfaces/redis-link-status.interface';
+import { redactUrlsIn } from '../config/redact-url';
 
 /** What went wrong with a connection: its kind and the driver's own words. */
 export interface ConnectionFailure {

@@ -1,4 +1,4 @@
-import type { RedisFailureReason } from '../errors/echo-stream-connection.error';
+import type { RedisFailureReason } from '../interfaces/redis-link-status.interface';
 import type { ConnectionMonitor, LinkEvent } from './connection-monitor';
 
 /** Where the reporter writes; Nest's `Logger` fits. */

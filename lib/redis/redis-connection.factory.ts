@@ -1,7 +1,7 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { EchoStreamClusterOptions } from '../interfaces/module-options.interface';
 import { EchoStreamConfigError } from '../errors/echo-stream-config.error';
-import { INVALID_URL, redactUrlsIn, viewRedisUrl } from './redact-url';
+import { INVALID_URL, redactUrlsIn, viewRedisUrl } from '../config/redact-url';
 import type { RedisConnection } from './cluster-routing';
 
 /**

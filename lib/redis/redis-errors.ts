@@ -54,3 +54,14 @@ export function isNoScriptError(err: unknown): boolean {
 export function isNoSuchKeyError(err: unknown): boolean {
   return err instanceof Error && /no such key/i.test(err.message);
 }
+
+/**
+ * Whether `err` is Redis refusing an entry id or a range bound (`ERR Invalid stream ID ...`,
+ * `ERR invalid start ID for the interval`, `... end ID ...`): input the caller should have
+ * refused, e.g. an exclusive bound that cannot be stepped past (`(0-0` as the end of XREVRANGE).
+ */
+export function isInvalidStreamIdError(err: unknown): boolean {
+  return (
+    err instanceof Error && /^ERR (invalid stream id|invalid (start|end) id)/i.test(err.message)
+  );
+}

@@ -1,34 +1,16 @@
 import type { CommandLink } from './command-link';
 import { mapReply, parseEntry, parseReadReply } from './reply-shapes';
-import type { RawEntry } from './stream-roles';
+import type { RawEntry, StreamBrowsing, StreamCounters, StreamKeysPage } from './stream-roles';
 
 /** Deadline of one browsing command (the dashboard and the CLI wait for nothing longer). */
 export const BROWSE_DEADLINE_MS = 5000;
-
-/**
- * Whether `err` is Redis refusing an entry id or a range bound (`ERR Invalid stream ID ...`,
- * `ERR invalid start ID for the interval`, `... end ID ...`): input the caller should have
- * refused, e.g. an exclusive bound that cannot be stepped past (`(0-0` as the end of XREVRANGE).
- */
-export function isInvalidStreamIdError(err: unknown): boolean {
-  return (
-    err instanceof Error && /^ERR (invalid stream id|invalid (start|end) id)/i.test(err.message)
-  );
-}
-
-/** One page of stream keys found by `SCAN ... TYPE stream`. */
-export interface StreamKeysPage {
-  /** The cursor for the next call; `'0'` once the whole keyspace was scanned. */
-  cursor: string;
-  keys: string[];
-}
 
 /**
  * The read-only commands the dashboard and the CLI need beyond `StreamsClient`: newest-first
  * reads (XREVRANGE), the keyspace's stream keys (SCAN TYPE), a key's type. Single-node only for
  * SCAN (on a Cluster it scans the node ioredis picks); the rest are keyed and routed as usual.
  */
-export class StreamBrowser {
+export class StreamBrowser implements StreamBrowsing {
   /** @param link the link of the client it browses through (its deadline rule applies). */
   constructor(private readonly link: CommandLink) {}
 
@@ -106,9 +88,7 @@ export class StreamBrowser {
    * counters that only grow, for rates of groups no loop of this app counts. `null` where the
    * server does not report them (Redis < 7, or a group whose read count it cannot tell).
    */
-  async counters(
-    stream: string,
-  ): Promise<{ entriesAdded: number | null; entriesRead: Map<string, number | null> }> {
+  async counters(stream: string): Promise<StreamCounters> {
     const [info, groups] = (await Promise.all([
       this.call(['XINFO', 'STREAM', stream]),
       this.call(['XINFO', 'GROUPS', stream]),

@@ -13,6 +13,8 @@ import { StreamBrowser } from './stream-browser';
 import { RedisStreamQueries } from './stream-queries';
 import type {
   BlockingReads,
+  Browsing,
+  StreamBrowsing,
   DurableWrites,
   StreamQueries,
   StreamsClient,
@@ -80,7 +82,7 @@ type Args<F> = F extends (...args: infer A) => unknown ? A : never;
  * Its connection never leaves lib/redis: what a caller needs of it is a method here
  * (`open` with `wakeVia`, `slotKeyOf`, `browser`, `lifecycle`, `listenerCount`).
  */
-export class RedisStreamsClient implements StreamsClient, DurableWrites {
+export class RedisStreamsClient implements StreamsClient, DurableWrites, Browsing {
   private readonly commandLink: CommandLink;
   private readonly reads: BlockingReads;
   private readonly commands: RedisLoopCommands;
@@ -143,7 +145,7 @@ export class RedisStreamsClient implements StreamsClient, DurableWrites {
   }
 
   /** The read-only commands of the dashboard and the CLI (XREVRANGE, SCAN, ...), on this link. */
-  browser(): StreamBrowser {
+  browser(): StreamBrowsing {
     return new StreamBrowser(this.commandLink);
   }
 

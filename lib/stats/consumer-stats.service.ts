@@ -1,12 +1,12 @@
 import { Injectable, Logger, Optional } from '@nestjs/common';
 import { errorText } from '../codec/codecs';
-import { EchoStreamConnections } from '../echo-stream.connections';
-import { EchoStreamLifecycle } from '../echo-stream.lifecycle';
-import { ConsumerRegistry } from '../echo-stream.registry';
+import { EchoStreamConnections } from '../runtime/echo-stream.connections';
+import { EchoStreamLifecycle } from '../runtime/echo-stream.lifecycle';
+import { ConsumerRegistry } from '../runtime/echo-stream.registry';
 import type { ConsumerSnapshot, GroupInspection } from '../interfaces/consumer-snapshot.interface';
 import type { RedisLinkStatus } from '../interfaces/redis-link-status.interface';
 import type { RetentionReport } from '../interfaces/lifecycle.interface';
-import { entryIdMs } from '../redis/entry-id';
+import { entryIdMs } from '../codec/entry-id';
 import { groupKey, renderPrometheus, type MetricFigures } from './prometheus';
 
 /** The group gauges of `prometheus()` are refreshed from Redis at most this often. */

@@ -1,6 +1,6 @@
 import { Injectable, Optional } from '@nestjs/common';
-import { EchoStreamConnections } from '../echo-stream.connections';
-import { ConsumerRegistry } from '../echo-stream.registry';
+import { EchoStreamConnections } from '../runtime/echo-stream.connections';
+import { ConsumerRegistry } from '../runtime/echo-stream.registry';
 import { EchoStreamHealthError } from '../errors/echo-stream-health.error';
 import type {
   EchoStreamHealthConsumer,

@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import type { Counter, Gauge, Registry } from 'prom-client';
-import { ECHO_STREAM_OPTIONS } from '../echo-stream.constants';
-import { messages } from '../echo-stream.messages';
-import type { ResolvedModuleOptions } from '../echo-stream.options';
+import { ECHO_STREAM_OPTIONS } from '../config/constants';
+import { messages } from '../config/messages';
+import type { ResolvedModuleOptions } from '../config/module-options';
 import { EchoStreamConfigError } from '../errors/echo-stream-config.error';
 import { ConsumerStats } from './consumer-stats.service';
 import {

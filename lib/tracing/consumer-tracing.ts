@@ -2,7 +2,7 @@ import type { EntryHandler, EntryTracing } from '../consumer/consumer.types';
 import type { StreamMessage } from '../interfaces/stream-message.interface';
 import { errorStack, errorText } from '../codec/codecs';
 import { TRACER_NAME, tracingOff, type Otel } from './otel-api';
-import { traceCarrierOf } from './trace-fields';
+import { traceCarrierOf } from '../codec/trace-fields';
 
 type Span = ReturnType<ReturnType<Otel['trace']['getTracer']>['startSpan']>;
 type Context = ReturnType<Otel['context']['active']>;

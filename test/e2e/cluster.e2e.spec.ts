@@ -20,7 +20,7 @@ import {
   type EchoStreamModuleOptions,
   type StreamMessage,
 } from '../../lib';
-import { EchoStreamConnections } from '../../lib/echo-stream.connections';
+import { EchoStreamConnections } from '../../lib/runtime/echo-stream.connections';
 import { RedisCluster } from '../support/redis-cluster';
 import type { RedisServer } from '../support/redis-server';
 import { stopAllRedisServers } from '../support/redis-server';

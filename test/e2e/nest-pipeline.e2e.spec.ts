@@ -19,7 +19,7 @@ import { jest } from '@jest/globals';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { EchoStreamModule, ECHO_STREAM_CONTEXT_TYPE, Payload, StreamHandler } from '../../lib';
-import { EchoStreamExplorer } from '../../lib/echo-stream.explorer';
+import { EchoStreamExplorer } from '../../lib/discovery/echo-stream.explorer';
 import { HandlerPipelineFactory } from '../../lib/handlers/handler-pipeline.factory';
 import {
   BATCH_FILTER_STREAM,

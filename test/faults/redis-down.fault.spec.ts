@@ -20,7 +20,7 @@ import {
   StreamProducer,
   type StreamMessage,
 } from '../../lib';
-import { EchoStreamConnections } from '../../lib/echo-stream.connections';
+import { EchoStreamConnections } from '../../lib/runtime/echo-stream.connections';
 import { startPlainTextServer } from '../support/plain-text-server';
 import { freePort, RedisServer, stopAllRedisServers } from '../support/redis-server';
 import { TcpProxy } from '../support/tcp-proxy';

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { resolveHandlerOptions } from '../../lib/echo-stream.options';
+import { resolveHandlerOptions } from '../../lib/config/module-options';
 import { StreamConsumer } from '../../lib/consumer/stream-consumer';
 import type {
   ConsumerLogger,

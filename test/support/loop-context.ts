@@ -6,7 +6,7 @@
 import { ConsumerCounters } from '../../lib/consumer/consumer-counters';
 import type { ConsumerLogger } from '../../lib/consumer/consumer.types';
 import type { LoopContext } from '../../lib/consumer/loop.types';
-import { resolveHandlerOptions } from '../../lib/echo-stream.options';
+import { resolveHandlerOptions } from '../../lib/config/module-options';
 import type { StreamHandlerOptions } from '../../lib/interfaces/stream-handler-options.interface';
 
 export const S = 'orders';

@@ -6,7 +6,7 @@
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { EchoStreamConfigError } from '../../lib';
-import { resolveOptions } from '../../lib/echo-stream.options';
+import { resolveOptions } from '../../lib/config/module-options';
 import {
   classifyConnectionError,
   failureText,

@@ -1,5 +1,5 @@
 /** Eager validation of `retry` and `rateLimit` (SPEC §9): the option, the handler and the value named. */
-import { resolveHandlerOptions, resolveOptions } from '../../lib/echo-stream.options';
+import { resolveHandlerOptions, resolveOptions } from '../../lib/config/module-options';
 import { EchoStreamConfigError } from '../../lib/errors/echo-stream-config.error';
 import { StreamHandler } from '../../lib/decorators/stream-handler.decorator';
 import type { StreamHandlerOptions } from '../../lib/interfaces/stream-handler-options.interface';

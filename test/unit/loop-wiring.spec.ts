@@ -3,7 +3,7 @@ import { jest } from '@jest/globals';
 import type { StreamConsumerConfig } from '../../lib/consumer/consumer.types';
 import { wireLoop } from '../../lib/consumer/loop-wiring';
 import { NO_RATE_LIMIT } from '../../lib/consumer/rate-limiter';
-import { resolveHandlerOptions } from '../../lib/echo-stream.options';
+import { resolveHandlerOptions } from '../../lib/config/module-options';
 import type { StreamHandlerOptions } from '../../lib/interfaces/stream-handler-options.interface';
 import { FakeStreamsClient } from '../support/fake-streams-client';
 import { LineLogger } from '../support/loop-context';

@@ -5,9 +5,9 @@
  */
 import { EchoStreamAdmin } from '../../lib/admin/echo-stream-admin.service';
 import type { StreamConsumer } from '../../lib/consumer/stream-consumer';
-import type { EchoStreamConnections } from '../../lib/echo-stream.connections';
-import type { EchoStreamOrchestrator } from '../../lib/echo-stream.orchestrator';
-import { ConsumerRegistry } from '../../lib/echo-stream.registry';
+import type { EchoStreamConnections } from '../../lib/runtime/echo-stream.connections';
+import type { EchoStreamOrchestrator } from '../../lib/runtime/echo-stream.orchestrator';
+import { ConsumerRegistry } from '../../lib/runtime/echo-stream.registry';
 import { EchoStreamHealthError } from '../../lib/errors/echo-stream-health.error';
 import type {
   ConsumerSnapshot,

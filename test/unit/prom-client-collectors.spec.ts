@@ -6,10 +6,10 @@
 import { jest } from '@jest/globals';
 import { Counter, Registry } from 'prom-client';
 import type { ConsumerStats } from '../../lib';
-import type { ResolvedModuleOptions } from '../../lib/echo-stream.options';
+import type { ResolvedModuleOptions } from '../../lib/config/module-options';
 import { EchoStreamConfigError } from '../../lib/errors/echo-stream-config.error';
 import type { GroupInspection } from '../../lib/interfaces/consumer-snapshot.interface';
-import { checkMetricsOptions } from '../../lib/stats/metrics-options';
+import { checkMetricsOptions } from '../../lib/config/metrics-options';
 import { PromClientCollectors } from '../../lib/stats/prom-client-collectors';
 import {
   METRICS,

@@ -4,7 +4,7 @@
  * blackhole, slow link) are in test/faults/redis-down.fault.spec.ts.
  */
 import { EchoStreamConnectionError, EchoStreamPublishError, StreamProducer } from '../../lib';
-import type { EchoStreamConnections } from '../../lib/echo-stream.connections';
+import type { EchoStreamConnections } from '../../lib/runtime/echo-stream.connections';
 import { publishWithin } from '../../lib/producer/publish-deadline';
 import { FakeStreamsClient } from '../support/fake-streams-client';
 

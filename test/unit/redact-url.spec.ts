@@ -3,7 +3,7 @@
  * secret-looking query parameters dropped, a URL that cannot be used never echoed, and the
  * output printable ASCII. The CLI, the module's options and the connection factory share it.
  */
-import { redactUrl, redactUrlsIn, viewRedisUrl } from '../../lib/redis/redact-url';
+import { redactUrl, redactUrlsIn, viewRedisUrl } from '../../lib/config/redact-url';
 
 /** Every 3-character piece of `secret`. */
 const pieces = (secret: string) =>

@@ -6,7 +6,7 @@ import type { ArchivedEntry } from '../../lib';
 import { retentionFloor } from '../../lib/lifecycle/retention-floor';
 import { RetentionLease } from '../../lib/lifecycle/retention-lease';
 import { StreamRetention } from '../../lib/lifecycle/stream-retention';
-import { compareEntryIds, nextEntryId } from '../../lib/redis/entry-id';
+import { compareEntryIds, nextEntryId } from '../../lib/codec/entry-id';
 import type { GroupFloorInfo, LifecycleClient } from '../../lib/redis/lifecycle-client';
 import type { RawEntry } from '../../lib/redis/streams-client';
 

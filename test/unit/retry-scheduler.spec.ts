@@ -2,7 +2,8 @@
 import { NonRetryableError, isNonRetryable } from '../../lib/errors/non-retryable.error';
 import type { RetryPolicy } from '../../lib/interfaces/delivery-control.interface';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
-import { DEFAULT_RETRY_POLICY, retryDelay } from '../../lib/consumer/retry-policy';
+import { DEFAULT_RETRY_POLICY } from '../../lib/config/delivery-options';
+import { retryDelay } from '../../lib/consumer/retry-policy';
 import { RetryScheduler, type FailedEntry } from '../../lib/consumer/retry-scheduler';
 import { MemoryLogger } from '../support/engine';
 

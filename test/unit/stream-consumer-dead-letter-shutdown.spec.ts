@@ -6,7 +6,7 @@
  * test/faults/shutdown-races.fault.spec.ts.)
  */
 import { StreamConsumer } from '../../lib/consumer/stream-consumer';
-import { resolveHandlerOptions } from '../../lib/echo-stream.options';
+import { resolveHandlerOptions } from '../../lib/config/module-options';
 import type { DeadLetterMessage } from '../../lib/interfaces/dead-letter-message.interface';
 import { FakeStreamsClient } from '../support/fake-streams-client';
 import { MemoryLogger } from '../support/engine';

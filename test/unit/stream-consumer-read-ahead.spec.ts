@@ -4,7 +4,7 @@
  * released to peers at stop, and a partial read never reads ahead (latency at low rates unchanged).
  */
 import { StreamConsumer } from '../../lib/consumer/stream-consumer';
-import { resolveHandlerOptions } from '../../lib/echo-stream.options';
+import { resolveHandlerOptions } from '../../lib/config/module-options';
 import type { StreamHandlerOptions } from '../../lib/interfaces/stream-handler-options.interface';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
 import { FakeStreamsClient } from '../support/fake-streams-client';

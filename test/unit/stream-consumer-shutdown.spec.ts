@@ -5,7 +5,7 @@
  * test/faults/consumer-crash.fault.spec.ts, S4b.)
  */
 import { StreamConsumer } from '../../lib/consumer/stream-consumer';
-import { resolveHandlerOptions } from '../../lib/echo-stream.options';
+import { resolveHandlerOptions } from '../../lib/config/module-options';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
 import { FakeStreamsClient } from '../support/fake-streams-client';
 import { MemoryLogger } from '../support/engine';

@@ -6,7 +6,7 @@
  */
 import { StreamConsumer } from '../../lib/consumer/stream-consumer';
 import type { EntryHandler } from '../../lib/consumer/consumer.types';
-import { resolveHandlerOptions } from '../../lib/echo-stream.options';
+import { resolveHandlerOptions } from '../../lib/config/module-options';
 import type { StreamHandlerOptions } from '../../lib/interfaces/stream-handler-options.interface';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
 import type { DeadLetterMessage } from '../../lib/interfaces/dead-letter-message.interface';

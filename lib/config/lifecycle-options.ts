@@ -1,4 +1,4 @@
-import { messages } from '../echo-stream.messages';
+import { messages } from './messages';
 import { EchoStreamConfigError } from '../errors/echo-stream-config.error';
 import type { RetentionRule } from '../interfaces/lifecycle.interface';
 

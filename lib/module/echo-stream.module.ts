@@ -1,14 +1,14 @@
 import { DynamicModule, Module, Provider } from '@nestjs/common';
 import { EchoStreamCoreModule } from './echo-stream-core.module';
-import { ECHO_STREAM_OPTIONS } from './echo-stream.constants';
+import { ECHO_STREAM_OPTIONS } from '../config/constants';
 import {
   ECHO_STREAM_ASYNC_OPTIONS_TYPE,
   ECHO_STREAM_MODULE_OPTIONS,
   ECHO_STREAM_OPTIONS_TYPE,
   EchoStreamConfigurableModule,
 } from './echo-stream.module-definition';
-import { resolveOptions } from './echo-stream.options';
-import type { EchoStreamModuleOptions } from './interfaces/module-options.interface';
+import { resolveOptions } from '../config/module-options';
+import type { EchoStreamModuleOptions } from '../interfaces/module-options.interface';
 
 const resolvedOptionsProvider: Provider = {
   provide: ECHO_STREAM_OPTIONS,

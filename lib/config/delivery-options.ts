@@ -1,6 +1,18 @@
-import { messages } from './echo-stream.messages';
-import { EchoStreamConfigError } from './errors/echo-stream-config.error';
-import type { RateLimitOptions, RetryPolicy } from './interfaces/delivery-control.interface';
+import { messages } from './messages';
+import { EchoStreamConfigError } from '../errors/echo-stream-config.error';
+import type { RateLimitOptions, RetryPolicy } from '../interfaces/delivery-control.interface';
+
+/**
+ * The default policy (docs/delivery.md "Retries"): exponential from 1 s, doubling, capped at 60 s,
+ * no jitter.
+ */
+export const DEFAULT_RETRY_POLICY = {
+  type: 'exponential',
+  initialMs: 1000,
+  factor: 2,
+  maxMs: 60_000,
+  jitter: 0,
+} as const satisfies RetryPolicy;
 
 const RETRY_TYPES = "{ type: 'fixed' | 'exponential' | 'custom', ... } or false";
 

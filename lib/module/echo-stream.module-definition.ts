@@ -1,5 +1,5 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
-import type { EchoStreamModuleOptions } from './interfaces/module-options.interface';
+import type { EchoStreamModuleOptions } from '../interfaces/module-options.interface';
 
 /**
  * `forRoot` / `forRootAsync` (useFactory, useClass, useExisting, inject, imports) come from Nest's

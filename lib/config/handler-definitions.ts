@@ -1,11 +1,19 @@
-import type { DeadLetterMessage } from './interfaces/dead-letter-message.interface';
-import type { StreamHandlerOptions } from './interfaces/stream-handler-options.interface';
+import type { DeadLetterMessage } from '../interfaces/dead-letter-message.interface';
+import type { StreamCodec } from '../interfaces/codec.interface';
+import type { StreamHandlerOptions } from '../interfaces/stream-handler-options.interface';
+
+/** Handler options with every default applied and the codec resolved. */
+export type ResolvedHandlerOptions = Omit<StreamHandlerOptions, 'codec'> & {
+  codec: StreamCodec<unknown>;
+};
 
 /** One discovered `@StreamHandler` method (internal). */
 export interface HandlerDefinition {
   stream: string;
   group: string;
   options: Partial<StreamHandlerOptions>;
+  /** `options` over the module's defaults, checked, the codec resolved: done once, at discovery. */
+  resolved: ResolvedHandlerOptions;
   /** `'Class.method'`. */
   name: string;
   /** The method, bound to its instance. */

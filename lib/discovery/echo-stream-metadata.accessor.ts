@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { DeadLetterMetadata } from './decorators/dead-letter.decorator';
-import type { StreamHandlerMetadata } from './decorators/stream-handler.decorator';
-import { DEAD_LETTER_METADATA, STREAM_HANDLER_METADATA } from './echo-stream.constants';
+import type { DeadLetterMetadata } from '../decorators/dead-letter.decorator';
+import type { StreamHandlerMetadata } from '../decorators/stream-handler.decorator';
+import { DEAD_LETTER_METADATA, STREAM_HANDLER_METADATA } from '../config/constants';
 
 /** Reads the package's decorator metadata off methods (internal). */
 @Injectable()

@@ -1,10 +1,12 @@
-import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
-import type { DeadLetterDefinition, HandlerDefinition } from './echo-stream.definitions';
-import { messages } from './echo-stream.messages';
+import type { DeadLetterDefinition, HandlerDefinition } from '../config/handler-definitions';
+import { ECHO_STREAM_OPTIONS } from '../config/constants';
+import { messages } from '../config/messages';
+import { resolveHandlerOptions, type ResolvedModuleOptions } from '../config/module-options';
 import { EchoStreamMetadataAccessor } from './echo-stream-metadata.accessor';
-import { EchoStreamConfigError } from './errors/echo-stream-config.error';
+import { EchoStreamConfigError } from '../errors/echo-stream-config.error';
 
 /**
  * Finds `@StreamHandler` and `@DeadLetter` methods on every provider and controller and turns them
@@ -20,6 +22,7 @@ export class EchoStreamExplorer implements OnModuleInit {
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     private readonly accessor: EchoStreamMetadataAccessor,
+    @Inject(ECHO_STREAM_OPTIONS) private readonly options: ResolvedModuleOptions,
   ) {}
 
   /** The discovered handlers, after module init. */
@@ -36,7 +39,10 @@ export class EchoStreamExplorer implements OnModuleInit {
     this.explore();
   }
 
-  /** Scans the app once; a duplicate stream + group is an error. */
+  /**
+   * Scans the app once; a duplicate stream + group is an error, and so is a bad handler option
+   * (each handler's options are resolved here, once, for every part of the runtime that reads them).
+   */
   explore(): void {
     const handlers: HandlerDefinition[] = [];
     const deadLetters: DeadLetterDefinition[] = [];
@@ -63,6 +69,12 @@ export class EchoStreamExplorer implements OnModuleInit {
             stream: meta.stream,
             group: meta.group,
             options: meta.options,
+            resolved: resolveHandlerOptions(
+              meta.stream,
+              `@StreamHandler('${meta.stream}', '${meta.group}') on ${name}`,
+              this.options.defaults,
+              meta.options,
+            ),
             name,
             method: bound,
             instance,

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { StreamConsumer } from './consumer/stream-consumer';
+import type { StreamConsumer } from '../consumer/stream-consumer';
 
 /** The running consumer loops of the app; `ConsumerStats` reads them (internal). */
 @Injectable()

@@ -1,25 +1,25 @@
 import { hostname } from 'node:os';
 import type { RedisOptions } from 'ioredis';
-import { resolveCodec } from './codec/codecs';
-import { DEFAULT_RETRY_POLICY } from './consumer/retry-policy';
-import { checkRateLimitOption, checkRetryOption } from './echo-stream.delivery-options';
-import type { ResolvedHandlerOptions } from './consumer/consumer.types';
-import { messages } from './echo-stream.messages';
-import { EchoStreamConfigError } from './errors/echo-stream-config.error';
-import { INVALID_URL, viewRedisUrl } from './redis/redact-url';
-import type { EchoStreamMetricsOptions } from './interfaces/metrics-options.interface';
+import { resolveCodec } from '../codec/codecs';
+
+import { checkRateLimitOption, checkRetryOption, DEFAULT_RETRY_POLICY } from './delivery-options';
+import type { ResolvedHandlerOptions } from './handler-definitions';
+import { messages } from './messages';
+import { EchoStreamConfigError } from '../errors/echo-stream-config.error';
+import { INVALID_URL, viewRedisUrl } from './redact-url';
+import type { EchoStreamMetricsOptions } from '../interfaces/metrics-options.interface';
 import type {
   EchoStreamClusterOptions,
   EchoStreamModuleOptions,
-} from './interfaces/module-options.interface';
-import type { StreamHandlerOptions } from './interfaces/stream-handler-options.interface';
+} from '../interfaces/module-options.interface';
+import type { StreamHandlerOptions } from '../interfaces/stream-handler-options.interface';
 import {
   checkConsumerCleanup,
   LIFECYCLE_DEFAULTS,
   resolveRetention,
   type ResolvedRetentionRule,
-} from './lifecycle/lifecycle-options';
-import { checkMetricsOptions } from './stats/metrics-options';
+} from './lifecycle-options';
+import { checkMetricsOptions } from './metrics-options';
 
 /** Module options with every default applied (internal). */
 export interface ResolvedModuleOptions {

@@ -3,12 +3,12 @@ import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import {
   STREAM_ARCHIVE_METADATA,
   type StreamArchiveMetadata,
-} from './decorators/stream-archive.decorator';
-import { messages } from './echo-stream.messages';
+} from '../decorators/stream-archive.decorator';
+import { messages } from '../config/messages';
 import { prototypeOf } from './echo-stream.explorer';
-import { EchoStreamConfigError } from './errors/echo-stream-config.error';
-import type { ArchivedEntry } from './interfaces/lifecycle.interface';
-import type { ArchiveMethod } from './lifecycle/stream-retention';
+import { EchoStreamConfigError } from '../errors/echo-stream-config.error';
+import type { ArchivedEntry } from '../interfaces/lifecycle.interface';
+import type { ArchiveMethod } from '../lifecycle/stream-retention';
 
 /**
  * Finds `@StreamArchive` methods on every provider and controller (internal). Two for one stream

@@ -1,11 +1,12 @@
-import { openUrl } from './redis-connection.factory';
-import { BROWSE_DEADLINE_MS, type StreamBrowser } from './stream-browser';
-import { RedisStreamsClient } from './streams-client';
+import { openUrl } from '../redis/redis-connection.factory';
+import { BROWSE_DEADLINE_MS } from '../redis/stream-browser';
+import type { StreamBrowsing } from '../redis/stream-roles';
+import { RedisStreamsClient } from '../redis/streams-client';
 
 /** A connection for one short-lived tool run (the CLI): opened and closed by the caller. */
 export interface OneShotConnection {
   client: RedisStreamsClient;
-  browser: StreamBrowser;
+  browser: StreamBrowsing;
   close(): Promise<void>;
 }
 

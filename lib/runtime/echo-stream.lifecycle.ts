@@ -7,21 +7,21 @@ import {
   OnApplicationBootstrap,
   OnModuleInit,
 } from '@nestjs/common';
-import { resolveCodec } from './codec/codecs';
-import { StreamArchiveExplorer } from './echo-stream.archive-explorer';
+import { resolveCodec } from '../codec/codecs';
+import { StreamArchiveExplorer } from '../discovery/echo-stream-archive.explorer';
 import { EchoStreamConnections } from './echo-stream.connections';
-import { ECHO_STREAM_OPTIONS } from './echo-stream.constants';
-import { EchoStreamExplorer } from './echo-stream.explorer';
-import { resolveHandlerOptions, type ResolvedModuleOptions } from './echo-stream.options';
-import { EchoStreamConfigError } from './errors/echo-stream-config.error';
-import type { StreamCodec } from './interfaces/codec.interface';
-import type { RetentionReport } from './interfaces/lifecycle.interface';
-import { ConsumerCleanup, type ConsumerCleanupContext } from './lifecycle/consumer-cleanup';
-import { PeriodicTask } from './lifecycle/periodic-task';
-import { RetentionLease } from './lifecycle/retention-lease';
-import { StreamRetention } from './lifecycle/stream-retention';
-import { LIFECYCLE_DEFAULTS } from './lifecycle/lifecycle-options';
-import type { LifecycleClient } from './redis/lifecycle-client';
+import { ECHO_STREAM_OPTIONS } from '../config/constants';
+import { EchoStreamExplorer } from '../discovery/echo-stream.explorer';
+import type { ResolvedModuleOptions } from '../config/module-options';
+import { EchoStreamConfigError } from '../errors/echo-stream-config.error';
+import type { StreamCodec } from '../interfaces/codec.interface';
+import type { RetentionReport } from '../interfaces/lifecycle.interface';
+import { ConsumerCleanup, type ConsumerCleanupContext } from '../lifecycle/consumer-cleanup';
+import { PeriodicTask } from '../lifecycle/periodic-task';
+import { RetentionLease } from '../lifecycle/retention-lease';
+import { StreamRetention } from '../lifecycle/stream-retention';
+import { LIFECYCLE_DEFAULTS } from '../config/lifecycle-options';
+import type { LifecycleClient } from '../redis/lifecycle-client';
 
 /** The retention lock lives at least this long (ms), so a busy event loop does not lose it. */
 const MIN_LOCK_TTL_MS = 5000;
@@ -146,8 +146,7 @@ export class EchoStreamLifecycle
   codecFor(stream: string): StreamCodec<unknown> {
     const handler = this.explorer.handlers.find((h) => h.stream === stream);
     if (!handler) return resolveCodec(this.options.defaults.codec ?? 'json');
-    return resolveHandlerOptions(stream, handler.name, this.options.defaults, handler.options)
-      .codec;
+    return handler.resolved.codec;
   }
 
   private startRetention(client: LifecycleClient): void {
@@ -177,14 +176,7 @@ export class EchoStreamLifecycle
 
   private planCleanups(): CleanupPlan[] {
     return this.explorer.handlers.map((handler) => {
-      const where = `@StreamHandler('${handler.stream}', '${handler.group}') on ${handler.name}`;
-      const options = resolveHandlerOptions(
-        handler.stream,
-        where,
-        this.options.defaults,
-        handler.options,
-      );
-      const setting = options.consumerCleanup;
+      const setting = handler.resolved.consumerCleanup;
       const idleMs = setting === false ? null : setting.idleMs;
       const touchIdleMs = idleMs ?? LIFECYCLE_DEFAULTS.consumerCleanupIdleMs;
       return {

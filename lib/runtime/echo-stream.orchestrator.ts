@@ -5,27 +5,24 @@ import {
   Logger,
   OnApplicationBootstrap,
 } from '@nestjs/common';
-import { errorText } from './codec/codecs';
-import type {
-  DeadLetterSink,
-  EntryHandler,
-  ResolvedHandlerOptions,
-} from './consumer/consumer.types';
-import { SharedReadPool } from './consumer/shared-read-pool';
-import { StreamConsumer } from './consumer/stream-consumer';
+import { errorText } from '../codec/codecs';
+import type { ResolvedHandlerOptions } from '../config/handler-definitions';
+import type { DeadLetterSink, EntryHandler } from '../consumer/consumer.types';
+import { SharedReadPool } from '../consumer/shared-read-pool';
+import { StreamConsumer } from '../consumer/stream-consumer';
 import { EchoStreamConnections } from './echo-stream.connections';
-import { ECHO_STREAM_OPTIONS } from './echo-stream.constants';
-import type { DeadLetterDefinition, HandlerDefinition } from './echo-stream.definitions';
-import { EchoStreamExplorer } from './echo-stream.explorer';
-import { messages } from './echo-stream.messages';
-import { resolveHandlerOptions, type ResolvedModuleOptions } from './echo-stream.options';
+import { ECHO_STREAM_OPTIONS } from '../config/constants';
+import type { DeadLetterDefinition, HandlerDefinition } from '../config/handler-definitions';
+import { EchoStreamExplorer } from '../discovery/echo-stream.explorer';
+import { messages } from '../config/messages';
+import type { ResolvedModuleOptions } from '../config/module-options';
 import { ConsumerRegistry } from './echo-stream.registry';
-import { HandlerPipelineFactory } from './handlers/handler-pipeline.factory';
-import { ConsumerTracing } from './tracing/consumer-tracing';
-import { loadOtel } from './tracing/otel-api';
-import type { DeadLetterMessage } from './interfaces/dead-letter-message.interface';
-import type { BatchAcks, StreamMessage } from './interfaces/stream-message.interface';
-import type { StreamsClient } from './redis/stream-roles';
+import { HandlerPipelineFactory } from '../handlers/handler-pipeline.factory';
+import { ConsumerTracing } from '../tracing/consumer-tracing';
+import { loadOtel } from '../tracing/otel-api';
+import type { DeadLetterMessage } from '../interfaces/dead-letter-message.interface';
+import type { BatchAcks, StreamMessage } from '../interfaces/stream-message.interface';
+import type { StreamsClient } from '../redis/stream-roles';
 
 interface PlannedLoop {
   definition: HandlerDefinition;
@@ -129,12 +126,7 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
   private plan(): PlannedLoop[] {
     this.planned ??= this.explorer.handlers.map((definition) => ({
       definition,
-      options: resolveHandlerOptions(
-        definition.stream,
-        `@StreamHandler('${definition.stream}', '${definition.group}') on ${definition.name}`,
-        this.options.defaults,
-        definition.options,
-      ),
+      options: definition.resolved,
     }));
     return this.planned;
   }

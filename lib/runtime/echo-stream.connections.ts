@@ -1,12 +1,12 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { errorText } from './codec/codecs';
-import { ECHO_STREAM_OPTIONS } from './echo-stream.constants';
-import type { ResolvedModuleOptions } from './echo-stream.options';
-import type { RedisLinkStatus } from './interfaces/redis-link-status.interface';
-import type { ConnectionMonitor } from './redis/connection-monitor';
-import { OutageReporter } from './redis/outage-reporter';
-import type { ConnectionPurpose } from './redis/redis-connection.factory';
-import { RedisStreamsClient } from './redis/streams-client';
+import { errorText } from '../codec/codecs';
+import { ECHO_STREAM_OPTIONS } from '../config/constants';
+import type { ResolvedModuleOptions } from '../config/module-options';
+import type { RedisLinkStatus } from '../interfaces/redis-link-status.interface';
+import type { ConnectionMonitor } from '../redis/connection-monitor';
+import { OutageReporter } from '../redis/outage-reporter';
+import type { ConnectionPurpose } from '../redis/redis-connection.factory';
+import { RedisStreamsClient } from '../redis/streams-client';
 
 /**
  * Owns the Redis connections of the app: one shared (producer, admin, stats, waking parked reads)

@@ -1,0 +1,48 @@
+import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { EchoStreamAdmin } from '../admin/echo-stream-admin.service';
+import { StreamArchiveExplorer } from '../discovery/echo-stream-archive.explorer';
+import { EchoStreamConnections } from '../runtime/echo-stream.connections';
+import { EchoStreamExplorer } from '../discovery/echo-stream.explorer';
+import { EchoStreamMetadataAccessor } from '../discovery/echo-stream-metadata.accessor';
+import { EchoStreamLifecycle } from '../runtime/echo-stream.lifecycle';
+import { EchoStreamOrchestrator } from '../runtime/echo-stream.orchestrator';
+import { ConsumerRegistry } from '../runtime/echo-stream.registry';
+import { StreamProducer } from '../producer/stream-producer.service';
+import { ConsumerStats } from '../stats/consumer-stats.service';
+import { EchoStreamHealthIndicator } from '../stats/echo-stream-health.indicator';
+import { HandlerPipelineFactory } from '../handlers/handler-pipeline.factory';
+import { PromClientCollectors } from '../stats/prom-client-collectors';
+
+/**
+ * The static half of the module: discovery and the loops live here, so importing
+ * `EchoStreamModule.forRoot()` twice still registers each handler once (internal).
+ */
+@Module({
+  imports: [DiscoveryModule],
+  providers: [
+    EchoStreamMetadataAccessor,
+    EchoStreamExplorer,
+    EchoStreamOrchestrator,
+    ConsumerRegistry,
+    EchoStreamConnections,
+    StreamProducer,
+    ConsumerStats,
+    EchoStreamAdmin,
+    EchoStreamHealthIndicator,
+    HandlerPipelineFactory,
+    StreamArchiveExplorer,
+    EchoStreamLifecycle,
+    PromClientCollectors,
+  ],
+  exports: [
+    StreamProducer,
+    ConsumerStats,
+    EchoStreamAdmin,
+    EchoStreamHealthIndicator,
+    // for EchoStreamDashboardModule (not exported from the package)
+    EchoStreamConnections,
+    ConsumerRegistry,
+  ],
+})
+export class EchoStreamCoreModule {}
