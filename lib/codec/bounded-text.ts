@@ -1,7 +1,7 @@
 /**
  * How many UTF-8 bytes of error text a dead letter, a log line or a counter keeps (marker
  * included): a handler that throws a megabyte must not write a megabyte to Redis, to the logs
- * twice (message and stack) and to every dashboard answer (README "Dead letters").
+ * twice (message and stack) and to every dashboard answer (docs/dead-letters.md).
  */
 export const ERROR_TEXT_MAX_BYTES = 8192;
 

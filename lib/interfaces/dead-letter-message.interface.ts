@@ -26,7 +26,7 @@ export interface DeadLetterMessage {
   /**
    * Decode error text, the rejection's message, or the last handler error this process saw for the
    * entry, when known. At most 8 KiB of UTF-8: a longer text is cut between two characters and
-   * ends in `... [cut: N more bytes]` (README "Dead letters").
+   * ends in `... [cut: N more bytes]` (docs/dead-letters.md).
    */
   readonly error: string | undefined;
 }

@@ -1,5 +1,5 @@
 /**
- * How a Redis URL is shown (lib/redis/redact-url.ts): credentials replaced whatever they hold,
+ * How a Redis URL is shown (lib/config/redact-url.ts): credentials replaced whatever they hold,
  * secret-looking query parameters dropped, a URL that cannot be used never echoed, and the
  * output printable ASCII. The CLI, the module's options and the connection factory share it.
  */
