@@ -138,6 +138,75 @@ describe.each([2, 3] as const)('a Cluster client speaking RESP%i', (protocol) =>
     }
   });
 
+  it('durable writes (XADD + WAIT pipelines) during a half-done slot migration follow ASK and write once', async () => {
+    const [m0, m1] = cluster.servers;
+    const moved = await keyOn(m0, 'durable-ask'); // migrated already: m0 answers ASK
+    const fresh = `{${moved}}-new`; // same slot, on no node yet: m0 answers ASK too
+    const publish = createConnection(
+      {
+        connection: {},
+        cluster: { nodes: cluster.nodes, options: { redisOptions: { protocol } } },
+      },
+      'publish',
+      () => undefined,
+    );
+    const durable = new RedisStreamsClient(publish);
+    const from = m0.client();
+    const to = m1.client();
+    const slot = await cluster.keySlot(moved);
+    let ended = false;
+    const endMigration = async (): Promise<void> => {
+      if (ended) return;
+      ended = true;
+      for (const server of cluster.servers) {
+        const direct = server.client();
+        await direct.call('CLUSTER', 'SETSLOT', slot, 'NODE', await id(to));
+        direct.disconnect();
+      }
+    };
+    try {
+      const first = await durable.addReplicated(
+        [{ stream: moved, fields: ['data', '"a"'] }],
+        1,
+        20,
+      );
+      await to.call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', await id(from));
+      await from.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', await id(to));
+      await from.call('MIGRATE', m1.host, m1.port, moved, 0, 5000);
+      await expect(from.call('XLEN', moved)).rejects.toThrow(/^ASK /);
+
+      // no replica here: WAIT 1 answers 0 after its timeout, on the node that wrote
+      const one = await durable.addReplicated([{ stream: moved, fields: ['data', '"b"'] }], 1, 20);
+      expect(one).toMatchObject({ acknowledged: 0 });
+      expect(one.waitError).toBeUndefined();
+      const three = await durable.addReplicated(
+        ['c', 'd', 'e'].map((x) => ({ stream: x === 'd' ? fresh : moved, fields: ['data', x] })),
+        1,
+        20,
+      );
+      expect(three.entryIds).toHaveLength(3);
+      expect(three.waitError).toBeUndefined();
+
+      // every entry once, on the importing node (read once the migration ended); none on m0
+      expect(await from.call('CLUSTER', 'COUNTKEYSINSLOT', slot)).toBe(0);
+      await endMigration();
+      expect((await to.xrange(moved, '-', '+')).map(([entryId]) => entryId)).toEqual([
+        first.entryIds[0],
+        one.entryIds[0],
+        three.entryIds[0],
+        three.entryIds[2],
+      ]);
+      expect((await to.xrange(fresh, '-', '+')).map(([entryId]) => entryId)).toEqual([
+        three.entryIds[1],
+      ]);
+    } finally {
+      await endMigration();
+      from.disconnect();
+      to.disconnect();
+      await durable.close();
+    }
+  });
+
   it('CLIENT UNBLOCK on the node wakes a parked read with no entries', async () => {
     const stream = await keyOn(cluster.servers[2], 'parked');
     await client.createGroup(stream, 'g', '$');
