@@ -1,5 +1,5 @@
 /**
- * A plain publish on a Redis Cluster is sent once, by the module and by ioredis on its behalf
+ * Cluster writes. A plain publish on a Redis Cluster is sent once, by the module and by ioredis on its behalf
  * (docs/scale.md "Redis Cluster"): a write whose connection closed before its reply rejects with
  * `written: 'unknown'` instead of being re-sent by ioredis (`retryDelayOnFailover`).
  *
@@ -12,6 +12,9 @@
  *    rejected `written: 'unknown'` at most once, one that rejected `written: false` not at all.
  *    Entries the old master wrote but did not hand to its replica before the kill are lost with
  *    it (asynchronous replication; `{ replicas }` is the remedy): reported, not asserted.
+ * 3. Durable publishes (`replicas: 1`) on two streams of one slot while that slot is half migrated
+ *    (one stream MIGRATEd, the other first written then): the old master answers ASK, the WAIT
+ *    pipeline follows it to the importing node. Invariant: none rejects, each entry is there once.
  */
 import 'reflect-metadata';
 import type { INestApplicationContext } from '@nestjs/common';
@@ -132,7 +135,7 @@ describe('a plain publish on a Cluster whose connection closes mid-write', () =>
   });
 });
 
-describe('plain publishes during a Cluster failover', () => {
+describe('publishes on a Cluster with replicas', () => {
   let cluster: RedisCluster;
   let app: INestApplicationContext | undefined;
 
@@ -142,6 +145,75 @@ describe('plain publishes during a Cluster failover', () => {
   afterAll(async () => {
     await app?.close();
     await cluster?.stop();
+  });
+
+  it('durable publishes during a half-done slot migration follow ASK: all resolve, each entry once', async () => {
+    const [, from, to] = cluster.servers;
+    const stream = await keyOn(cluster, from, 'ask-durable');
+    const fresh = `{${stream}}-new`; // same slot, first written during the migration: ASK too
+    const slot = await cluster.keySlot(stream);
+    const migrating = await producerApp(cluster);
+    const producer = migrating.get(StreamProducer);
+    const resolved = new Map<string, string>();
+    const rejected: string[] = [];
+    let publishing = true;
+    const publishTo = async (target: string): Promise<void> => {
+      while (publishing) {
+        const id = brandedId();
+        try {
+          await producer.publish(target, { target }, { id, replicas: 1, replicaTimeoutMs: 1000 });
+          resolved.set(id, target);
+        } catch (err) {
+          rejected.push(err instanceof Error ? err.message.slice(0, 120) : String(err));
+          await sleep(20);
+        }
+      }
+    };
+    const publishers = [publishTo(stream)];
+    const fromConn = from.client();
+    const toConn = to.client();
+    let asked = 0;
+    try {
+      await waitFor(() => resolved.size >= 20, { message: 'durable publishes going' });
+      const fromId = String(await fromConn.call('CLUSTER', 'MYID'));
+      const toId = String(await toConn.call('CLUSTER', 'MYID'));
+      await toConn.call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', fromId);
+      await fromConn.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', toId);
+      await sleep(300); // the slot migrating, `stream` still on the old master
+      await fromConn.call('MIGRATE', to.host, to.port, stream, 0, 5000);
+      publishers.push(publishTo(fresh)); // a stream created while the slot is half migrated
+      const halfDoneAt = resolved.size;
+      await sleep(1000); // the old master answers ASK for both streams
+      asked = resolved.size - halfDoneAt;
+      for (const server of [to, from, ...cluster.servers.filter((s) => s !== to && s !== from)]) {
+        if (!server.isRunning() || (await cluster.roleOf(server)) !== 'master') continue;
+        const direct = server.client();
+        await direct.call('CLUSTER', 'SETSLOT', slot, 'NODE', toId);
+        direct.disconnect();
+      }
+      await sleep(300);
+    } finally {
+      publishing = false;
+      await Promise.all(publishers);
+      fromConn.disconnect();
+      toConn.disconnect();
+      await migrating.close();
+    }
+    const counts = new Map([
+      ...(await countsById(cluster, stream)),
+      ...(await countsById(cluster, fresh)),
+    ]);
+    const notOnce = [...resolved.keys()].filter((id) => counts.get(id) !== 1);
+    console.log(
+      `durable publishes (replicas: 1) across a slot migration: ${resolved.size} resolved ` +
+        `(${asked} while the old master answered ASK), ${rejected.length} rejected ` +
+        `${JSON.stringify([...new Set(rejected)])}; entries found once per resolved id: ` +
+        `${resolved.size - notOnce.length}`,
+    );
+    expect(asked).toBeGreaterThan(10);
+    expect(rejected).toEqual([]);
+    expect(notOnce).toEqual([]);
+    expect(counts.size).toBe(resolved.size);
   });
 
   it('a master SIGKILLed under steady publishers: resolved once, unknown at most once, false never', async () => {
