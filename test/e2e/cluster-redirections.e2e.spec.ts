@@ -6,6 +6,7 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import { RedisCluster } from '../support/redis-cluster';
+import { waitFor } from '../support/wait-for';
 import type { RedisServer } from '../support/redis-server';
 import { createConnection } from '../../lib/redis/redis-connection.factory';
 import { RedisStreamsClient, type RedisConnection } from '../../lib/redis/streams-client';
@@ -216,5 +217,30 @@ describe.each([2, 3] as const)('a Cluster client speaking RESP%i', (protocol) =>
     await client.interruptRead();
     expect(await parked).toEqual([]);
     expect(Date.now() - started).toBeLessThan(4000); // woken, not timed out at 5 s
+  });
+});
+
+describe('the topology watch of a Cluster client (onTopologyChange)', () => {
+  it('tells when a slot moved (the MOVED refresh), not on refreshes that change nothing', async () => {
+    const [m0, , m2] = cluster.servers;
+    const loop = createConnection(
+      { connection: {}, cluster: { nodes: cluster.nodes } },
+      'loop',
+      () => undefined,
+    );
+    const client = new RedisStreamsClient(loop);
+    try {
+      const stream = await keyOn(m0, 'watched');
+      await client.length(stream); // connected, the slot map known
+      let changes = 0;
+      client.onTopologyChange(() => changes++);
+      await new Promise<void>((resolve) => (loop as Cluster).refreshSlotsCache(() => resolve()));
+      expect(changes).toBe(0); // the same map
+      await cluster.moveSlotOf(stream, m2);
+      expect(await client.length(stream)).toBe(0); // MOVED: ioredis refreshes the map
+      await waitFor(() => changes === 1, { timeoutMs: 3000, message: 'the change told' });
+    } finally {
+      await client.close();
+    }
   });
 });
