@@ -20,6 +20,8 @@ export interface BlockingReader {
   interrupt(mayDrop: boolean): Promise<void>;
   /** Calls `listener` when the read's connection is back (to cut a backoff short), if it has its own. */
   onReconnect?(listener: () => void): void;
+  /** Calls `listener` when the read's Cluster changed its slot map, if it has its own connection. */
+  onTopologyChange?(listener: () => void): void;
 }
 
 /**

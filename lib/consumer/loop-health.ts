@@ -95,6 +95,21 @@ export class LoopHealth {
     this.backoffWake?.abort();
   }
 
+  /**
+   * The Cluster's slot map changed (a replica took over, a slot moved): what failed may work
+   * now. The backoff in progress ends and the streak starts over, so a beat that fails again
+   * waits 100 ms, not the doubled delay of the outage before.
+   */
+  topologyChanged(): void {
+    if (this.streak === 0) return;
+    this.context.logger.log(
+      `${this.context.where}: the Redis Cluster's slot map changed; retrying now ` +
+        `(after ${this.streak} failed attempts)`,
+    );
+    this.streak = 0;
+    this.wake();
+  }
+
   /** Records a Redis error; returns how long to back off. */
   private degrade(err: unknown): number {
     const { counters, logger, where, stream } = this.context;

@@ -135,6 +135,10 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
   const wake = (): void => health.wake();
   client.onReconnect?.(wake);
   config.reader?.onReconnect?.(wake);
+  // nor a Cluster failover: a new slot map (a replica promoted) ends it, the streak starts over
+  const topologyChanged = (): void => health.topologyChanged();
+  client.onTopologyChange?.(topologyChanged);
+  config.reader?.onTopologyChange?.(topologyChanged);
   return {
     context,
     counters,

@@ -91,6 +91,7 @@ export class SharedGroupRead {
       read: (count, waitMs, parkMs) => this.read(stream, count, waitMs, parkMs),
       interrupt: (mayDrop) => this.interrupt(stream, mayDrop),
       onReconnect: (listener) => this.client.onReconnect?.(listener),
+      onTopologyChange: (listener) => this.client.onTopologyChange?.(listener),
     };
   }
 

@@ -62,9 +62,11 @@ export function createConnection(
       // As `maxRetriesPerRequest: 0` on one node: no hidden retry loop on CLUSTERDOWN or a lost
       // node (100 ms x maxRedirections, longer than a short read's deadline); the loop's backoff
       // paces retries and its state says `degraded`. MOVED / ASK are still followed at once.
+      // The other connections (publishes) keep the resends that are safe and lose the one that
+      // is not: see clusterResendOverrides.
       ...(forLoops
         ? { maxRedirections: 16, retryDelayOnClusterDown: 0, retryDelayOnFailover: 0 }
-        : {}),
+        : clusterResendOverrides()),
     });
   } else if (typeof target.connection === 'string') {
     redis = openUrl(target.connection, {
@@ -83,6 +85,23 @@ export function createConnection(
   // ioredis emits 'error' on every failed reconnect; unhandled, Node would print each one.
   redis.on('error', onError);
   return redis;
+}
+
+/**
+ * What a Cluster connection that writes (shared, publish) may re-send on its own, so a write is
+ * never sent twice (docs/scale.md "Redis Cluster"). ioredis re-sends a command whose reply was
+ * an error in four cases; a reply of MOVED, ASK, TRYAGAIN or CLUSTERDOWN means the node did NOT
+ * run the command, so following or repeating it writes once (kept: a publish rides through a
+ * short CLUSTERDOWN). The fifth re-send is `retryDelayOnFailover`: a command in flight on a node
+ * connection that closed ("Connection is closed.", a master killed or cut mid-write) is sent
+ * again 100 ms later, though the first send may have been written (an XADD twice, under one
+ * branded id). Off: such a command rejects and the publish says `written: 'unknown'`. The node
+ * connections re-send nothing after a reconnect either (`autoResendUnfulfilledCommands: false`
+ * in their options); the Cluster's own offline queue holds only commands never sent.
+ * Set last, so a user's ClusterOptions cannot turn the re-send back on.
+ */
+export function clusterResendOverrides(): { retryDelayOnFailover: 0 } {
+  return { retryDelayOnFailover: 0 };
 }
 
 /**

@@ -216,6 +216,11 @@ export interface StreamQueries {
 export interface ClientLink {
   /** Calls `listener` each time the connection is (re)established and ready. */
   onReconnect?(listener: () => void): void;
+  /**
+   * Calls `listener` each time a Cluster's slot map changed (a replica promoted, a slot moved);
+   * never on one node.
+   */
+  onTopologyChange?(listener: () => void): void;
   /** Why the connection is down, if it is; lets a caller wait for it instead of queueing. */
   readonly link?: ConnectionMonitor;
   close(): Promise<void>;

@@ -1,3 +1,4 @@
+import type { ChainableCommander, Cluster, Redis } from 'ioredis';
 import { isCluster, keySlot } from './cluster-routing';
 import type { CommandLink } from './command-link';
 import { weakest, writeThenWait, type WritePipeline } from './replicated-write';
@@ -32,7 +33,8 @@ export class RedisStreamWrites implements StreamWrites, DurableWrites {
     if (items.length === 0) return { entryIds: [], acknowledged: replicas };
     const redis = this.link.connection;
     const pipeline: WritePipeline = {
-      exec: (part, tail) => this.execWrites(part, tail),
+      exec: (part, tail, asking) =>
+        asking === undefined ? this.execWrites(part, tail) : this.execAsking(asking, part, tail),
       entryId: (result) => this.entryId(result),
       cluster: isCluster(redis) ? redis : undefined,
     };
@@ -66,17 +68,42 @@ export class RedisStreamWrites implements StreamWrites, DurableWrites {
     items: readonly WriteItem[],
     tail?: Array<string | number>,
   ): Promise<Array<[Error | null, unknown]>> {
-    const pipeline = this.link.connection.pipeline();
+    return this.run(this.link.connection.pipeline(), items, tail, false);
+  }
+
+  /**
+   * As {@link execWrites}, to the Cluster node at `address` (an ASK's target), each XADD after
+   * an ASKING; the ASKING replies are left out. `undefined`: no connection to that node known.
+   */
+  private async execAsking(
+    address: string,
+    items: readonly WriteItem[],
+    tail: Array<string | number>,
+  ): Promise<Array<[Error | null, unknown]> | undefined> {
+    const redis = this.link.connection;
+    const node = isCluster(redis) ? nodeAt(redis, address) : undefined;
+    if (!node) return undefined;
+    return this.run(node.pipeline(), items, tail, true);
+  }
+
+  private async run(
+    pipeline: ChainableCommander,
+    items: readonly WriteItem[],
+    tail: Array<string | number> | undefined,
+    asking: boolean,
+  ): Promise<Array<[Error | null, unknown]>> {
     for (const item of items) {
       const [command, ...args] = addArgs(item.stream, item.fields, item.maxLen);
+      if (asking) pipeline.asking();
       pipeline.call(String(command), ...args);
     }
     if (tail) pipeline.call(String(tail[0]), ...tail.slice(1));
-    return (
+    const results =
       (await pipeline.exec().catch((err: unknown) => {
         throw this.link.monitor.explain(err, 'XADD');
-      })) ?? []
-    );
+      })) ?? [];
+    // with ASKING: [ASKING, XADD] per item, then the tail
+    return asking ? results.filter((_, i) => i >= items.length * 2 || i % 2 === 1) : results;
   }
 }
 
@@ -116,4 +143,9 @@ function addArgs(
   if (maxLen !== undefined) args.push('MAXLEN', '~', maxLen);
   args.push('*', ...fields);
   return args;
+}
+
+/** The connection `cluster` holds to the node at `address` (`host:port`), if any. */
+function nodeAt(cluster: Cluster, address: string): Redis | undefined {
+  return cluster.nodes().find((node) => `${node.options.host}:${node.options.port}` === address);
 }

@@ -10,6 +10,7 @@ import {
   type ConnectionTarget,
 } from './redis-connection.factory';
 import { StreamBrowser } from './stream-browser';
+import { TopologyWatch } from './topology-watch';
 import { RedisStreamQueries } from './stream-queries';
 import type {
   BlockingReads,
@@ -89,6 +90,8 @@ export class RedisStreamsClient implements StreamsClient, DurableWrites, Browsin
   private readonly writes: StreamWrites & DurableWrites;
   private readonly queries: StreamQueries;
   private readonly reconnectListeners = new Set<() => void>();
+  /** On a Cluster, once a loop listens: tells when the slot map changed. */
+  private topology: TopologyWatch | undefined;
   /** Why the connection is down, if it is: command errors name the cause and the address. */
   readonly link: ConnectionMonitor;
 
@@ -134,6 +137,12 @@ export class RedisStreamsClient implements StreamsClient, DurableWrites, Browsin
         for (const each of this.reconnectListeners) each();
       });
     this.reconnectListeners.add(listener);
+  }
+
+  onTopologyChange(listener: () => void): void {
+    if (!isCluster(this.redis)) return; // one node: no slot map to change
+    this.topology ??= new TopologyWatch(this.redis);
+    this.topology.onChange(listener);
   }
 
   /**
@@ -244,6 +253,7 @@ export class RedisStreamsClient implements StreamsClient, DurableWrites, Browsin
   }
 
   close(): Promise<void> {
+    this.topology?.close();
     return this.commandLink.close();
   }
 }

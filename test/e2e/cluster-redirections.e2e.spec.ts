@@ -6,6 +6,7 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import { RedisCluster } from '../support/redis-cluster';
+import { waitFor } from '../support/wait-for';
 import type { RedisServer } from '../support/redis-server';
 import { createConnection } from '../../lib/redis/redis-connection.factory';
 import { RedisStreamsClient, type RedisConnection } from '../../lib/redis/streams-client';
@@ -138,6 +139,75 @@ describe.each([2, 3] as const)('a Cluster client speaking RESP%i', (protocol) =>
     }
   });
 
+  it('durable writes (XADD + WAIT pipelines) during a half-done slot migration follow ASK and write once', async () => {
+    const [m0, m1] = cluster.servers;
+    const moved = await keyOn(m0, 'durable-ask'); // migrated already: m0 answers ASK
+    const fresh = `{${moved}}-new`; // same slot, on no node yet: m0 answers ASK too
+    const publish = createConnection(
+      {
+        connection: {},
+        cluster: { nodes: cluster.nodes, options: { redisOptions: { protocol } } },
+      },
+      'publish',
+      () => undefined,
+    );
+    const durable = new RedisStreamsClient(publish);
+    const from = m0.client();
+    const to = m1.client();
+    const slot = await cluster.keySlot(moved);
+    let ended = false;
+    const endMigration = async (): Promise<void> => {
+      if (ended) return;
+      ended = true;
+      for (const server of cluster.servers) {
+        const direct = server.client();
+        await direct.call('CLUSTER', 'SETSLOT', slot, 'NODE', await id(to));
+        direct.disconnect();
+      }
+    };
+    try {
+      const first = await durable.addReplicated(
+        [{ stream: moved, fields: ['data', '"a"'] }],
+        1,
+        20,
+      );
+      await to.call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', await id(from));
+      await from.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', await id(to));
+      await from.call('MIGRATE', m1.host, m1.port, moved, 0, 5000);
+      await expect(from.call('XLEN', moved)).rejects.toThrow(/^ASK /);
+
+      // no replica here: WAIT 1 answers 0 after its timeout, on the node that wrote
+      const one = await durable.addReplicated([{ stream: moved, fields: ['data', '"b"'] }], 1, 20);
+      expect(one).toMatchObject({ acknowledged: 0 });
+      expect(one.waitError).toBeUndefined();
+      const three = await durable.addReplicated(
+        ['c', 'd', 'e'].map((x) => ({ stream: x === 'd' ? fresh : moved, fields: ['data', x] })),
+        1,
+        20,
+      );
+      expect(three.entryIds).toHaveLength(3);
+      expect(three.waitError).toBeUndefined();
+
+      // every entry once, on the importing node (read once the migration ended); none on m0
+      expect(await from.call('CLUSTER', 'COUNTKEYSINSLOT', slot)).toBe(0);
+      await endMigration();
+      expect((await to.xrange(moved, '-', '+')).map(([entryId]) => entryId)).toEqual([
+        first.entryIds[0],
+        one.entryIds[0],
+        three.entryIds[0],
+        three.entryIds[2],
+      ]);
+      expect((await to.xrange(fresh, '-', '+')).map(([entryId]) => entryId)).toEqual([
+        three.entryIds[1],
+      ]);
+    } finally {
+      await endMigration();
+      from.disconnect();
+      to.disconnect();
+      await durable.close();
+    }
+  });
+
   it('CLIENT UNBLOCK on the node wakes a parked read with no entries', async () => {
     const stream = await keyOn(cluster.servers[2], 'parked');
     await client.createGroup(stream, 'g', '$');
@@ -147,5 +217,30 @@ describe.each([2, 3] as const)('a Cluster client speaking RESP%i', (protocol) =>
     await client.interruptRead();
     expect(await parked).toEqual([]);
     expect(Date.now() - started).toBeLessThan(4000); // woken, not timed out at 5 s
+  });
+});
+
+describe('the topology watch of a Cluster client (onTopologyChange)', () => {
+  it('tells when a slot moved (the MOVED refresh), not on refreshes that change nothing', async () => {
+    const [m0, , m2] = cluster.servers;
+    const loop = createConnection(
+      { connection: {}, cluster: { nodes: cluster.nodes } },
+      'loop',
+      () => undefined,
+    );
+    const client = new RedisStreamsClient(loop);
+    try {
+      const stream = await keyOn(m0, 'watched');
+      await client.length(stream); // connected, the slot map known
+      let changes = 0;
+      client.onTopologyChange(() => changes++);
+      await new Promise<void>((resolve) => (loop as Cluster).refreshSlotsCache(() => resolve()));
+      expect(changes).toBe(0); // the same map
+      await cluster.moveSlotOf(stream, m2);
+      expect(await client.length(stream)).toBe(0); // MOVED: ioredis refreshes the map
+      await waitFor(() => changes === 1, { timeoutMs: 3000, message: 'the change told' });
+    } finally {
+      await client.close();
+    }
   });
 });

@@ -112,4 +112,38 @@ describe('LoopHealth', () => {
       jest.useRealTimers();
     }
   });
+
+  it('a new Cluster slot map ends the backoff and starts the streak over: the next failure waits 100 ms', async () => {
+    jest.useFakeTimers();
+    try {
+      const { loop, health } = setUp();
+      health.topologyChanged(); // nothing failed: nothing to say
+      expect(loop.logger.has(/slot map changed/)).toBe(false);
+      for (let i = 0; i < 5; i++) {
+        const p = health.backOff(new Error('down'));
+        await jest.advanceTimersByTimeAsync(30_000);
+        await p;
+      }
+      let done = false;
+      const waiting = health.backOff(new Error('down')).then(() => void (done = true)); // 3.2 s
+      await jest.advanceTimersByTimeAsync(1000);
+      expect(done).toBe(false);
+      health.topologyChanged();
+      await jest.advanceTimersByTimeAsync(0);
+      expect(done).toBe(true);
+      await waiting;
+      expect(health.recovering).toBe(false);
+      expect(
+        loop.logger.has(
+          /log T\.h on orders\/g: the Redis Cluster's slot map changed; retrying now \(after 6 failed attempts\)/,
+        ),
+      ).toBe(true);
+    } finally {
+      jest.useRealTimers();
+    }
+    const { health } = setUp();
+    for (let i = 0; i < 4; i++) await backOffDelay(health, new Error('down'));
+    health.topologyChanged();
+    expect(await backOffDelay(health, new Error('down'))).toBe(100);
+  });
 });

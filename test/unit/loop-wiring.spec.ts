@@ -86,4 +86,35 @@ describe('wireLoop', () => {
       jest.useRealTimers();
     }
   });
+
+  it('a new Cluster slot map of the client or of the reader ends a backoff', async () => {
+    const listeners: Array<() => void> = [];
+    const client = new FakeStreamsClient();
+    Object.assign(client, {
+      onTopologyChange: (listener: () => void) => listeners.push(listener),
+    });
+    const reader = {
+      read: async () => [],
+      interrupt: async () => undefined,
+      onTopologyChange: (listener: () => void) => listeners.push(listener),
+    };
+    const parts = wireLoop(config(client, {}, { reader }));
+    expect(listeners).toHaveLength(2);
+    jest.useFakeTimers();
+    try {
+      for (const listener of listeners) {
+        let done = false;
+        const backOff = parts.health.backOff(new Error('down')).then(() => void (done = true));
+        await jest.advanceTimersByTimeAsync(10);
+        expect(done).toBe(false);
+        listener();
+        await jest.advanceTimersByTimeAsync(0);
+        expect(done).toBe(true);
+        await backOff;
+        expect(parts.health.recovering).toBe(false);
+      }
+    } finally {
+      jest.useRealTimers();
+    }
+  });
 });
