@@ -32,6 +32,9 @@ export interface ResolvedModuleOptions {
   autoStart: boolean;
   sharedReads: boolean;
   publishTimeoutMs: number;
+  /** `producer.idempotent`: publish idempotently unless a call says otherwise. */
+  idempotentPublish: boolean;
+  idempotencyWindowMs: number;
   /** Retention rules, validated (docs/operations.md "Retention and archive"). */
   retention: ResolvedRetentionRule[];
   retentionIntervalMs: number;
@@ -44,6 +47,7 @@ export const MODULE_DEFAULTS = {
   autoStart: true,
   sharedReads: true,
   publishTimeoutMs: 2000,
+  idempotencyWindowMs: 600_000,
 } as const;
 
 /**
@@ -92,6 +96,8 @@ const MODULE_OPTION_NAMES: ReadonlyArray<keyof EchoStreamModuleOptions> = [
   'autoStart',
   'sharedReads',
   'publishTimeoutMs',
+  'producer',
+  'idempotencyWindowMs',
   'retention',
   'retentionIntervalMs',
 ];
@@ -138,6 +144,21 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
   }
   const publishTimeoutMs = options.publishTimeoutMs ?? MODULE_DEFAULTS.publishTimeoutMs;
   checkInteger(where, 'publishTimeoutMs', publishTimeoutMs, 1);
+  const producer = options.producer ?? {};
+  if (typeof producer !== 'object' || producer === null || Array.isArray(producer)) {
+    throw new EchoStreamConfigError(
+      messages.badOption(where, 'producer', '{ idempotent?: boolean }', producer),
+    );
+  }
+  checkKnown(`${where} producer`, producer, ['idempotent']);
+  const idempotentPublish = producer.idempotent ?? false;
+  if (typeof idempotentPublish !== 'boolean') {
+    throw new EchoStreamConfigError(
+      messages.badOption(where, 'producer.idempotent', 'a boolean', idempotentPublish),
+    );
+  }
+  const idempotencyWindowMs = options.idempotencyWindowMs ?? MODULE_DEFAULTS.idempotencyWindowMs;
+  checkInteger(where, 'idempotencyWindowMs', idempotencyWindowMs, 1);
   const defaults = options.defaults ?? {};
   checkHandlerOptions(`${where} defaults`, defaults);
   const retention = resolveRetention(where, options.retention, options.retentionIntervalMs);
@@ -151,6 +172,8 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
     autoStart,
     sharedReads,
     publishTimeoutMs,
+    idempotentPublish,
+    idempotencyWindowMs,
     retention: retention.rules,
     retentionIntervalMs: retention.intervalMs,
   };

@@ -16,6 +16,7 @@ import type {
   Browsing,
   StreamBrowsing,
   DurableWrites,
+  IdempotentWrites,
   StreamQueries,
   StreamsClient,
   StreamWrites,
@@ -82,11 +83,13 @@ type Args<F> = F extends (...args: infer A) => unknown ? A : never;
  * Its connection never leaves lib/redis: what a caller needs of it is a method here
  * (`open` with `wakeVia`, `slotKeyOf`, `browser`, `lifecycle`, `listenerCount`).
  */
-export class RedisStreamsClient implements StreamsClient, DurableWrites, Browsing {
+export class RedisStreamsClient
+  implements StreamsClient, DurableWrites, IdempotentWrites, Browsing
+{
   private readonly commandLink: CommandLink;
   private readonly reads: BlockingReads;
   private readonly commands: RedisLoopCommands;
-  private readonly writes: StreamWrites & DurableWrites;
+  private readonly writes: StreamWrites & DurableWrites & IdempotentWrites;
   private readonly queries: StreamQueries;
   private readonly reconnectListeners = new Set<() => void>();
   /** Why the connection is down, if it is: command errors name the cause and the address. */
@@ -217,6 +220,10 @@ export class RedisStreamsClient implements StreamsClient, DurableWrites, Browsin
 
   addReplicated(...args: Args<DurableWrites['addReplicated']>) {
     return this.writes.addReplicated(...args);
+  }
+
+  addIdempotent(...args: Args<IdempotentWrites['addIdempotent']>) {
+    return this.writes.addIdempotent(...args);
   }
 
   remove(...args: Args<StreamsClient['remove']>) {
