@@ -2,7 +2,12 @@ import { hostname } from 'node:os';
 import type { RedisOptions } from 'ioredis';
 import { resolveCodec } from '../codec/codecs';
 
-import { checkRateLimitOption, checkRetryOption, DEFAULT_RETRY_POLICY } from './delivery-options';
+import {
+  checkDedupOption,
+  checkRateLimitOption,
+  checkRetryOption,
+  DEFAULT_RETRY_POLICY,
+} from './delivery-options';
 import type { ResolvedHandlerOptions } from './handler-definitions';
 import { messages } from './messages';
 import { EchoStreamConfigError } from '../errors/echo-stream-config.error';
@@ -67,6 +72,8 @@ export const HANDLER_DEFAULTS = {
   consumerCleanup: { idleMs: LIFECYCLE_DEFAULTS.consumerCleanupIdleMs },
   retry: DEFAULT_RETRY_POLICY,
   rateLimit: null,
+  dedup: false,
+  newerWins: null,
 } as const;
 
 const HANDLER_OPTION_NAMES: ReadonlyArray<keyof StreamHandlerOptions> = [
@@ -84,6 +91,8 @@ const HANDLER_OPTION_NAMES: ReadonlyArray<keyof StreamHandlerOptions> = [
   'consumerCleanup',
   'retry',
   'rateLimit',
+  'dedup',
+  'newerWins',
 ];
 
 const MODULE_OPTION_NAMES: ReadonlyArray<keyof EchoStreamModuleOptions> = [
@@ -247,6 +256,12 @@ export function checkHandlerOptions(where: string, options: Partial<StreamHandle
   if (o.consumerCleanup !== undefined) checkConsumerCleanup(where, o.consumerCleanup);
   if (o.retry !== undefined) checkRetryOption(where, o.retry);
   if (o.rateLimit !== undefined) checkRateLimitOption(where, o.rateLimit);
+  if (o.dedup !== undefined) checkDedupOption(where, o.dedup);
+  if (o.newerWins !== undefined && o.newerWins !== null && typeof o.newerWins !== 'function') {
+    throw new EchoStreamConfigError(
+      messages.badOption(where, 'newerWins', 'a function (message) => key, or null', o.newerWins),
+    );
+  }
   if (o.codec !== undefined) {
     try {
       resolveCodec(o.codec);

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { keySlot } from './cluster-routing';
+import { keyInSlotOf } from './slot-keys';
 
 /**
  * Idempotent XADD (docs/publishing.md "Idempotent publish"): each item is written only when its
@@ -46,44 +46,10 @@ return out
 export const IDEMPOTENT_ADD_SHA = createHash('sha1').update(IDEMPOTENT_ADD_SCRIPT).digest('hex');
 
 /**
- * The index key of branded id `id` on `stream`: `{<tag>}:echo-idem:<...>:<id>`, where `<tag>`
- * hashes to the stream's own Cluster slot, so the script's keys never cross slots:
- *
- * - a stream with a hash tag (`{orders}:eu`) hashes by that tag: `{orders}:echo-idem:{orders}:eu:<id>`;
- * - a stream without one hashes by its whole name: `{orders-eu}:echo-idem::<id>`;
- * - a name without a tag that holds a `}` cannot be wrapped in braces: a short stand-in tag of
- *   the same slot is used (found once per name, kept).
+ * The index key of branded id `id` on `stream`, in the stream's hash slot (see
+ * {@link keyInSlotOf}): `{orders}:echo-idem::<id>`, or for a stream with a hash tag
+ * `{orders}:echo-idem:{orders}:eu:<id>`.
  */
 export function idempotencyKey(stream: string, id: string): string {
-  const tag = hashTagOf(stream);
-  if (tag !== undefined) return `{${tag}}:echo-idem:${stream}:${id}`;
-  return `{${slotStandIn(stream)}}:echo-idem::${id}`;
-}
-
-/** The content of the key's hash tag, as Redis Cluster reads it; `undefined` without one. */
-function hashTagOf(key: string): string | undefined {
-  const open = key.indexOf('{');
-  if (open < 0) return undefined;
-  const close = key.indexOf('}', open + 1);
-  if (close < 0 || close === open + 1) return undefined;
-  return key.slice(open + 1, close);
-}
-
-/** Stand-in tags already found, by stream name (names with `}` but no hash tag are rare). */
-const standIns = new Map<string, string>();
-
-/** A string with no `}` hashing to `stream`'s slot: the name itself when it has no `}`. */
-function slotStandIn(stream: string): string {
-  if (!stream.includes('}')) return stream;
-  const known = standIns.get(stream);
-  if (known !== undefined) return known;
-  const slot = keySlot(stream);
-  // 16384 slots: a few tens of thousands of candidates find any slot
-  for (let n = 0; ; n++) {
-    const candidate = `echo-slot-${n}`;
-    if (keySlot(candidate) === slot) {
-      standIns.set(stream, candidate);
-      return candidate;
-    }
-  }
+  return keyInSlotOf(stream, 'echo-idem', id);
 }

@@ -17,6 +17,7 @@ import type {
   StreamBrowsing,
   DurableWrites,
   IdempotentWrites,
+  SkipRecords,
   StreamQueries,
   StreamsClient,
   StreamWrites,
@@ -208,6 +209,14 @@ export class RedisStreamsClient
 
   takeRateBudget(...args: Args<StreamsClient['takeRateBudget']>) {
     return this.commands.takeRateBudget(...args);
+  }
+
+  ackRecording(...args: Args<SkipRecords['ackRecording']>) {
+    return this.commands.ackRecording(...args);
+  }
+
+  readRecords(...args: Args<SkipRecords['readRecords']>) {
+    return this.commands.readRecords(...args);
   }
 
   add(...args: Args<StreamsClient['add']>) {
