@@ -77,7 +77,7 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
   const handler = config.tracing ? config.tracing.wrap(config.handler) : config.handler;
   // dedup / newerWins: a filter before the handler, records written with the XACK; none when off
   const skipRules = skipRulesOf(options);
-  const runner = new HandlerRunner(context, handler);
+  const runner = new HandlerRunner(context, handler, skipRules?.keyOf);
   const deadLetters = new DeadLetterPath(context, client, config.deadLetters);
   const scheduler = new RetryScheduler(context);
   const limiter = rateLimiterFor(options.rateLimit, client, stream, group, {

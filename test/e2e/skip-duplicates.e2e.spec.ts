@@ -191,4 +191,44 @@ describe('newerWins', () => {
     expect(logger.has(new RegExp(`entry ${oldEntry} skipped \\(stale\\)`))).toBe(true);
     expect(await redis.get(`{${stream}}:echo-newest::g:acct-1`)).toBe(newer);
   });
+
+  it('concurrency: 8: entries of one key never run at once and run in stream order; other keys run alongside', async () => {
+    const stream = fresh();
+    const keys = ['k1', 'k2', 'k3', 'k4'];
+    const published = new Map<string, string[]>(keys.map((k) => [k, []]));
+    for (let i = 0; i < 48; i++) {
+      const key = keys[i % keys.length];
+      published.get(key)?.push(await xadd(stream, brandedId(), { account: key, i }));
+    }
+    const started = new Map<string, string[]>(keys.map((k) => [k, []]));
+    const active = new Map<string, number>();
+    let overlapsOfOneKey = 0;
+    let running = 0;
+    let mostAtOnce = 0;
+    start({
+      stream,
+      group: 'g',
+      options: {
+        concurrency: 8,
+        batchSize: 48,
+        newerWins: (msg: StreamMessage<never>) => (msg.payload as { account: string }).account,
+      },
+      handle: async (msg) => {
+        const key = (msg.payload as { account: string }).account;
+        started.get(key)?.push(msg.entryId);
+        active.set(key, (active.get(key) ?? 0) + 1);
+        if ((active.get(key) ?? 0) > 1) overlapsOfOneKey++;
+        mostAtOnce = Math.max(mostAtOnce, ++running);
+        await sleep(1 + ((msg.payload as { i: number }).i % 5) * 3); // uneven handler times
+        running--;
+        active.set(key, (active.get(key) ?? 0) - 1);
+      },
+    });
+    await waitFor(() => [...started.values()].every((list) => list.length === 12), {
+      message: 'every entry handled',
+    });
+    expect(overlapsOfOneKey).toBe(0);
+    expect(started).toEqual(published);
+    expect(mostAtOnce).toBeGreaterThan(1); // keys did run alongside each other
+  });
 });
