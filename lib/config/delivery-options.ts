@@ -114,6 +114,23 @@ export function checkRateLimitOption(
   }
 }
 
+/** `dedup: true` remembers an acked branded id this long (ms). */
+export const DEFAULT_DEDUP_WINDOW_MS = 600_000;
+
+/** Checks the `dedup` option (docs/delivery.md "Duplicates and stale replays"). */
+export function checkDedupOption(where: string, dedup: unknown): void {
+  if (typeof dedup === 'boolean') return;
+  const expected = 'true, false or { windowMs }';
+  if (typeof dedup !== 'object' || dedup === null || Array.isArray(dedup)) {
+    throw new EchoStreamConfigError(messages.badOption(where, 'dedup', expected, dedup));
+  }
+  for (const key of Object.keys(dedup)) {
+    if (key !== 'windowMs')
+      throw new EchoStreamConfigError(messages.unknownOption(`${where} dedup`, key, ['windowMs']));
+  }
+  checkNumber(where, 'dedup.windowMs', (dedup as { windowMs?: unknown }).windowMs, 1, true);
+}
+
 function checkNumber(
   where: string,
   option: string,

@@ -2,7 +2,12 @@ import { hostname } from 'node:os';
 import type { RedisOptions } from 'ioredis';
 import { resolveCodec } from '../codec/codecs';
 
-import { checkRateLimitOption, checkRetryOption, DEFAULT_RETRY_POLICY } from './delivery-options';
+import {
+  checkDedupOption,
+  checkRateLimitOption,
+  checkRetryOption,
+  DEFAULT_RETRY_POLICY,
+} from './delivery-options';
 import type { ResolvedHandlerOptions } from './handler-definitions';
 import { messages } from './messages';
 import { EchoStreamConfigError } from '../errors/echo-stream-config.error';
@@ -32,6 +37,9 @@ export interface ResolvedModuleOptions {
   autoStart: boolean;
   sharedReads: boolean;
   publishTimeoutMs: number;
+  /** `producer.idempotent`: publish idempotently unless a call says otherwise. */
+  idempotentPublish: boolean;
+  idempotencyWindowMs: number;
   /** Retention rules, validated (docs/operations.md "Retention and archive"). */
   retention: ResolvedRetentionRule[];
   retentionIntervalMs: number;
@@ -44,6 +52,7 @@ export const MODULE_DEFAULTS = {
   autoStart: true,
   sharedReads: true,
   publishTimeoutMs: 2000,
+  idempotencyWindowMs: 600_000,
 } as const;
 
 /**
@@ -63,6 +72,8 @@ export const HANDLER_DEFAULTS = {
   consumerCleanup: { idleMs: LIFECYCLE_DEFAULTS.consumerCleanupIdleMs },
   retry: DEFAULT_RETRY_POLICY,
   rateLimit: null,
+  dedup: false,
+  newerWins: null,
 } as const;
 
 const HANDLER_OPTION_NAMES: ReadonlyArray<keyof StreamHandlerOptions> = [
@@ -80,6 +91,8 @@ const HANDLER_OPTION_NAMES: ReadonlyArray<keyof StreamHandlerOptions> = [
   'consumerCleanup',
   'retry',
   'rateLimit',
+  'dedup',
+  'newerWins',
 ];
 
 const MODULE_OPTION_NAMES: ReadonlyArray<keyof EchoStreamModuleOptions> = [
@@ -92,6 +105,8 @@ const MODULE_OPTION_NAMES: ReadonlyArray<keyof EchoStreamModuleOptions> = [
   'autoStart',
   'sharedReads',
   'publishTimeoutMs',
+  'producer',
+  'idempotencyWindowMs',
   'retention',
   'retentionIntervalMs',
 ];
@@ -138,6 +153,21 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
   }
   const publishTimeoutMs = options.publishTimeoutMs ?? MODULE_DEFAULTS.publishTimeoutMs;
   checkInteger(where, 'publishTimeoutMs', publishTimeoutMs, 1);
+  const producer = options.producer ?? {};
+  if (typeof producer !== 'object' || producer === null || Array.isArray(producer)) {
+    throw new EchoStreamConfigError(
+      messages.badOption(where, 'producer', '{ idempotent?: boolean }', producer),
+    );
+  }
+  checkKnown(`${where} producer`, producer, ['idempotent']);
+  const idempotentPublish = producer.idempotent ?? false;
+  if (typeof idempotentPublish !== 'boolean') {
+    throw new EchoStreamConfigError(
+      messages.badOption(where, 'producer.idempotent', 'a boolean', idempotentPublish),
+    );
+  }
+  const idempotencyWindowMs = options.idempotencyWindowMs ?? MODULE_DEFAULTS.idempotencyWindowMs;
+  checkInteger(where, 'idempotencyWindowMs', idempotencyWindowMs, 1);
   const defaults = options.defaults ?? {};
   checkHandlerOptions(`${where} defaults`, defaults);
   const retention = resolveRetention(where, options.retention, options.retentionIntervalMs);
@@ -151,6 +181,8 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
     autoStart,
     sharedReads,
     publishTimeoutMs,
+    idempotentPublish,
+    idempotencyWindowMs,
     retention: retention.rules,
     retentionIntervalMs: retention.intervalMs,
   };
@@ -224,6 +256,12 @@ export function checkHandlerOptions(where: string, options: Partial<StreamHandle
   if (o.consumerCleanup !== undefined) checkConsumerCleanup(where, o.consumerCleanup);
   if (o.retry !== undefined) checkRetryOption(where, o.retry);
   if (o.rateLimit !== undefined) checkRateLimitOption(where, o.rateLimit);
+  if (o.dedup !== undefined) checkDedupOption(where, o.dedup);
+  if (o.newerWins !== undefined && o.newerWins !== null && typeof o.newerWins !== 'function') {
+    throw new EchoStreamConfigError(
+      messages.badOption(where, 'newerWins', 'a function (message) => key, or null', o.newerWins),
+    );
+  }
   if (o.codec !== undefined) {
     try {
       resolveCodec(o.codec);

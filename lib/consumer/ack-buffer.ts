@@ -1,5 +1,6 @@
 import type { StreamsClient } from '../redis/stream-roles';
 import type { HandlerErrors, LoopContext } from './loop.types';
+import { NO_RECORDS, type AckRecordSource } from './ack-records';
 
 /**
  * Entries handled and waiting for their XACK. The loop sends them with its next read (one round
@@ -11,8 +12,9 @@ export class AckBuffer {
 
   constructor(
     private readonly context: Pick<LoopContext, 'stream' | 'group' | 'counters'>,
-    private readonly client: Pick<StreamsClient, 'ack'>,
+    private readonly client: Pick<StreamsClient, 'ack' | 'ackRecording'>,
     private readonly errors: Pick<HandlerErrors, 'forget'>,
+    private readonly records: Pick<AckRecordSource, 'recordsOf' | 'forget'> = NO_RECORDS,
   ) {}
 
   /** Handled entries: acked with the next send. */
@@ -44,9 +46,19 @@ export class AckBuffer {
     }
   }
 
-  /** XACK of `entryIds`: counted, and their handler errors forgotten. */
+  /**
+   * XACK of `entryIds`, with the skip records of those handled (`dedup`, `newerWins`) in the same
+   * script call when there are any: counted, and their handler errors forgotten.
+   */
   async send(entryIds: string[]): Promise<void> {
-    await this.client.ack(this.context.stream, this.context.group, entryIds);
+    const { stream, group } = this.context;
+    const records = this.records.recordsOf(entryIds);
+    if (records.length > 0 && this.client.ackRecording) {
+      await this.client.ackRecording(stream, group, entryIds, records);
+    } else {
+      await this.client.ack(stream, group, entryIds);
+    }
+    this.records.forget(entryIds);
     this.context.counters.acked(entryIds.length);
     this.errors.forget(entryIds);
   }

@@ -13,6 +13,8 @@ export class ConsumerCounters implements LoopCounters {
   private totalDlq = 0;
   private totalErrors = 0;
   private totalDeleted = 0;
+  private totalDuplicates = 0;
+  private totalStale = 0;
   /** Failed entries waiting for their retry now (kept by the retry scheduler). */
   private retrying = 0;
   private totalRetries = 0;
@@ -40,6 +42,11 @@ export class ConsumerCounters implements LoopCounters {
 
   deleted(count: number): void {
     this.totalDeleted += count;
+  }
+
+  skipped(reason: 'duplicate' | 'stale', count: number): void {
+    if (reason === 'duplicate') this.totalDuplicates += count;
+    else this.totalStale += count;
   }
 
   deadLettered(count: number): void {
@@ -77,6 +84,8 @@ export class ConsumerCounters implements LoopCounters {
       totalDlq: this.totalDlq,
       totalErrors: this.totalErrors,
       totalDeleted: this.totalDeleted,
+      totalDuplicates: this.totalDuplicates,
+      totalStale: this.totalStale,
       retrying: this.retrying,
       totalRetries: this.totalRetries,
       tpsIn: this.tpsIn.rate(),

@@ -1,6 +1,7 @@
 import type { StreamMessage } from '../interfaces/stream-message.interface';
 import type { RawEntry } from '../redis/stream-roles';
 import type { AckBuffer } from './ack-buffer';
+import type { AckRecordSource } from './ack-records';
 import type { EntryTracing } from './consumer.types';
 import { triage } from './entry-triage';
 import type { HandlerRunner } from './handler-runner';
@@ -16,6 +17,7 @@ import type {
 import type { StartLimiter } from './rate-limiter';
 import type { RetryScheduler } from './retry-scheduler';
 import type { Settlement } from './settlement';
+import type { SkipCheck } from './skip-filter';
 import type { SweepPace } from './sweep-pace';
 
 /** What handing a read to the handler needs besides the context. */
@@ -33,11 +35,17 @@ export interface DeliveryParts {
   readonly health: Pick<LoopHealth, 'drainNeeded'>;
   /** Trace spans around handler calls; absent: none. */
   readonly tracing?: EntryTracing;
+  /** `dedup` / `newerWins`: the entries acked without a handler call; absent: none. */
+  readonly skips?: SkipCheck;
+  /** `dedup` / `newerWins`: the records the handled entries' XACKs write; absent: none. */
+  readonly records?: Pick<AckRecordSource, 'handled'>;
 }
 
 /** The batch in a handler now, with the delivery counts of its read. */
 export interface InHand {
   readonly batch: HandlingBatch;
+  /** The messages of the batch (the records of those that finish are written with their ack). */
+  readonly messages: readonly StreamMessage<unknown>[];
   /** Delivery counts after its read (`null`: a fresh read, all 1). */
   readonly counts: ReadonlyMap<string, number> | null;
 }
@@ -89,9 +97,18 @@ export class Delivery {
       signal,
       isWaitingRetry: (id) => retries.has(id),
     });
-    const messages = read.fresh;
+    let messages = read.fresh;
+    let fields = read.freshFields;
+    if (this.parts.skips !== undefined && messages.length > 0) {
+      const { run, skipped } = await this.parts.skips.filter(messages);
+      if (skipped.length > 0) {
+        this.parts.acks.add(skipped);
+        messages = run.map((i) => read.fresh[i]);
+        fields = run.map((i) => read.freshFields[i]);
+      }
+    }
     if (tracing !== undefined)
-      for (let i = 0; i < messages.length; i++) tracing.remember(messages[i], read.freshFields[i]);
+      for (let i = 0; i < messages.length; i++) tracing.remember(messages[i], fields[i]);
     if (read.waitingRetries.length > 0 && counts)
       await settlement.uncharge(read.waitingRetries, counts);
     if (read.deleted.length > 0) await settlement.deleted(read.deleted);
@@ -103,6 +120,7 @@ export class Delivery {
     const outcome = await this.handle(messages, counts);
     // stop() gave up waiting: it settled this batch already and closed the connection
     if (this.context.isAbandoned()) return;
+    this.parts.records?.handled(messages, outcome.ok);
     this.parts.acks.add(outcome.ok);
     if (outcome.rejected) await settlement.rejected(outcome.rejected, entries);
     if (outcome.failed.length > 0) await settlement.failed(outcome.failed, entries);
@@ -121,7 +139,7 @@ export class Delivery {
       ids,
       heartbeat.hold('inHand', () => ids),
     );
-    this.current = { batch, counts };
+    this.current = { batch, messages, counts };
     try {
       return await this.parts.runner.run(messages, batch);
     } finally {

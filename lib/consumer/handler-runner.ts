@@ -3,6 +3,7 @@ import { errorStack, errorText } from '../codec/codecs';
 import { isEntryRejected } from '../errors/entry-rejected.error';
 import type { BatchAcks, StreamMessage } from '../interfaces/stream-message.interface';
 import type { ConsumerLogger, EntryHandler } from './consumer.types';
+import { keyLanes } from './key-lanes';
 import type {
   FailedEntry,
   HandleOutcome,
@@ -31,9 +32,14 @@ export class HandlerRunner implements HandlerErrors {
   private readonly isStopping: () => boolean;
   private readonly now: () => number;
 
+  /**
+   * @param keyOf with `newerWins`: the key of an entry; entries of one key then run one at a time,
+   *   in stream order ({@link keyLanes}).
+   */
   constructor(
     context: LoopContext,
     private readonly handler: EntryHandler,
+    private readonly keyOf?: (message: StreamMessage<unknown>) => string | undefined,
   ) {
     this.concurrency = context.options.concurrency;
     this.counters = context.counters;
@@ -58,7 +64,11 @@ export class HandlerRunner implements HandlerErrors {
     if (this.lastErrors.size > 0) for (const id of entryIds) this.lastErrors.delete(id);
   }
 
-  /** Per-entry mode: up to `concurrency` handlers at once, in stream order when 1. */
+  /**
+   * Per-entry mode: up to `concurrency` handlers at once, in stream order when 1. With
+   * `newerWins`, the read is split into lanes by key ({@link keyLanes}): up to `concurrency` lanes
+   * at once, the entries of one lane one after another.
+   */
   private async handleEach(
     messages: StreamMessage<unknown>[],
     held: HandlingBatch,
@@ -66,46 +76,67 @@ export class HandlerRunner implements HandlerErrors {
     const { handler } = this;
     if (handler.batch) throw new TypeError('handleEach needs a per-entry handler');
     const call = (message: StreamMessage<unknown>): unknown => handler.call(message);
-    let next = 0;
-    let rejected: RejectedEntry[] | undefined;
-    const work = async (): Promise<void> => {
-      while (next < messages.length && !this.isStopping()) {
-        const message = messages[next++];
-        held.started.add(message.entryId);
-        // called inline (no async wrapper): a synchronous handler costs no promise per entry
-        try {
-          const result = call(message);
-          if (isThenable(result)) await result;
-          held.ok.push(message.entryId);
-        } catch (err) {
-          if (isEntryRejected(err))
-            (rejected ??= []).push({
-              entryId: message.entryId,
-              attempts: message.attempts,
-              error: boundedText(err.message),
-            });
-          else {
-            this.entryFailed(err, message);
-            held.failed.push({
-              message,
-              error: err,
-              claimedAt: held.touchedAt,
-              failedAt: this.now(),
-            });
+    const rejected: RejectedEntry[] = [];
+    const runOne = async (message: StreamMessage<unknown>): Promise<void> => {
+      held.started.add(message.entryId);
+      // called inline (no async wrapper): a synchronous handler costs no promise per entry
+      try {
+        const result = call(message);
+        if (isThenable(result)) await result;
+        held.ok.push(message.entryId);
+      } catch (err) {
+        if (isEntryRejected(err))
+          rejected.push({
+            entryId: message.entryId,
+            attempts: message.attempts,
+            error: boundedText(err.message),
+          });
+        else {
+          this.entryFailed(err, message);
+          held.failed.push({
+            message,
+            error: err,
+            claimedAt: held.touchedAt,
+            failedAt: this.now(),
+          });
+        }
+      }
+      held.unsettled.delete(message.entryId);
+    };
+    let unstarted: string[];
+    if (this.keyOf) {
+      const lanes = keyLanes(messages, this.keyOf);
+      let nextLane = 0;
+      const work = async (): Promise<void> => {
+        while (nextLane < lanes.length && !this.isStopping()) {
+          for (const message of lanes[nextLane++]) {
+            if (this.isStopping()) break;
+            await runOne(message);
           }
         }
-        held.unsettled.delete(message.entryId);
-      }
-    };
-    const workers = Math.min(this.concurrency, messages.length);
-    if (workers === 1) await work();
-    else await Promise.all(Array.from({ length: workers }, work));
+      };
+      await this.inParallel(Math.min(this.concurrency, lanes.length), work);
+      unstarted = messages.filter((m) => !held.started.has(m.entryId)).map((m) => m.entryId);
+    } else {
+      let next = 0;
+      const work = async (): Promise<void> => {
+        while (next < messages.length && !this.isStopping()) await runOne(messages[next++]);
+      };
+      await this.inParallel(Math.min(this.concurrency, messages.length), work);
+      unstarted = messages.slice(next).map((m) => m.entryId);
+    }
     return {
       ok: held.ok.splice(0),
-      unstarted: messages.slice(next).map((m) => m.entryId),
+      unstarted,
       failed: held.failed.splice(0),
-      rejected,
+      rejected: rejected.length > 0 ? rejected : undefined,
     };
+  }
+
+  /** `workers` copies of `work` at once (one: no Promise.all). */
+  private async inParallel(workers: number, work: () => Promise<void>): Promise<void> {
+    if (workers <= 1) await work();
+    else await Promise.all(Array.from({ length: workers }, work));
   }
 
   private entryFailed(err: unknown, message: StreamMessage<unknown>): void {

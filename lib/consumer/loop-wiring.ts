@@ -1,4 +1,5 @@
 import { AckBuffer } from './ack-buffer';
+import { AckRecords } from './ack-records';
 import { OwnConnectionRead } from './blocking-read';
 import { ConsumerCounters } from './consumer-counters';
 import type { StreamConsumerConfig } from './consumer.types';
@@ -15,6 +16,8 @@ import { ReadAhead } from './read-ahead';
 import { RetryClaims } from './retry-claims';
 import { RetryScheduler } from './retry-scheduler';
 import { Settlement } from './settlement';
+import { SkipFilter } from './skip-filter';
+import { skipRulesOf } from './skip-rules';
 import { Shutdown, StopSwitch } from './shutdown';
 import { SweepPace } from './sweep-pace';
 
@@ -72,7 +75,9 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
   };
 
   const handler = config.tracing ? config.tracing.wrap(config.handler) : config.handler;
-  const runner = new HandlerRunner(context, handler);
+  // dedup / newerWins: a filter before the handler, records written with the XACK; none when off
+  const skipRules = skipRulesOf(options);
+  const runner = new HandlerRunner(context, handler, skipRules?.keyOf);
   const deadLetters = new DeadLetterPath(context, client, config.deadLetters);
   const scheduler = new RetryScheduler(context);
   const limiter = rateLimiterFor(options.rateLimit, client, stream, group, {
@@ -83,7 +88,9 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
   const health = new LoopHealth(context, client);
   const heartbeat = new Heartbeat(context, client);
   heartbeat.keep('retries', scheduler.held);
-  const acks = new AckBuffer(context, client, runner);
+  const records = skipRules ? new AckRecords(skipRules) : undefined;
+  const skips = skipRules ? new SkipFilter(context, client, skipRules) : undefined;
+  const acks = new AckBuffer(context, client, runner, records);
   const settlement = new Settlement(context, {
     client,
     deadLetters,
@@ -101,6 +108,8 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
     heartbeat,
     health,
     tracing: config.tracing,
+    skips,
+    records,
   });
   const pel = new PelSweep(context, { client, delivery, acks, settlement, limiter });
   const retries = new RetryClaims(context, {
@@ -126,6 +135,7 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
     scheduler,
     retries,
     deadLetters,
+    records,
     // a shared connection is closed by its owner after every loop stopped
     closeClient: async () => {
       if (config.ownsClient !== false) await client.close();

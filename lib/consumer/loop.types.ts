@@ -15,6 +15,8 @@ export interface LoopCounters {
   acked(count: number): void;
   /** Pending entries found deleted from the stream, acked with nothing to handle. */
   deleted(count: number): void;
+  /** Entries acked without a handler call: a duplicate (`dedup`) or stale (`newerWins`). */
+  skipped(reason: 'duplicate' | 'stale', count: number): void;
   /** Entries acked at the end of the dead-letter path. */
   deadLettered(count: number): void;
   /** A handler threw (or a batch handler returned no usable acks). */

@@ -1,3 +1,4 @@
+import type { AckRecordSource } from './ack-records';
 import { errorText } from '../codec/codecs';
 import type { AckBuffer } from './ack-buffer';
 import type { DeadLetterPath } from './dead-letter-path';
@@ -52,6 +53,8 @@ export interface ShutdownParts {
   readonly scheduler: Pick<RetryScheduler, 'route'>;
   readonly retries: Pick<RetryClaims, 'releaseAll'>;
   readonly deadLetters: Pick<DeadLetterPath, 'inFlight'>;
+  /** `dedup` / `newerWins`: the records of the entries that finished; absent: none. */
+  readonly records?: Pick<AckRecordSource, 'handled'>;
   /** Closes the loop's connection (a no-op when it is shared). */
   closeClient(): Promise<void>;
 }
@@ -101,7 +104,12 @@ export class Shutdown {
     const inHand = this.parts.delivery.inHand;
     const held = inHand?.batch;
     const acked = acks.take();
-    if (held) acked.push(...held.ok.splice(0));
+    if (held) {
+      const finished = held.ok.splice(0);
+      // their records go out with their ack, as they would have after the batch
+      if (inHand) this.parts.records?.handled(inHand.messages, finished);
+      acked.push(...finished);
+    }
     const unsettled = held ? [...held.unsettled] : [];
     const unstarted = unsettled.filter((id) => !held?.started.has(id));
     for (const entry of await readAhead.takeQuietly()) unstarted.push(entry.entryId);

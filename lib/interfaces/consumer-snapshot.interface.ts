@@ -19,6 +19,10 @@ export interface ConsumerSnapshot {
   readonly totalErrors: number;
   /** Pending entries found already deleted from the stream (acked, never handed on). */
   readonly totalDeleted: number;
+  /** Entries acked without a handler call: their branded id was acked already (`dedup`). */
+  readonly totalDuplicates: number;
+  /** Entries acked without a handler call: not newer than the newest of their key (`newerWins`). */
+  readonly totalStale: number;
   /** Failed entries waiting for their retry in this process now. */
   readonly retrying: number;
   /** Retries scheduled since the loop started. */

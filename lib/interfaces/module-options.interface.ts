@@ -64,6 +64,19 @@ export interface EchoStreamModuleOptions {
    */
   publishTimeoutMs?: number;
   /**
+   * Defaults of `StreamProducer.publish()` / `publishMany()`; a call's own option wins.
+   * @default {} (idempotent: false)
+   */
+  producer?: EchoStreamProducerOptions;
+  /**
+   * Idempotent publish: how long (ms) a branded id written to a stream is remembered; a publish
+   * of the same id within it writes nothing and answers the first write's receipt. The memory
+   * it holds is bounded by the ids published within this window.
+   * @default 600000
+   * @see docs/publishing.md "Idempotent publish"
+   */
+  idempotencyWindowMs?: number;
+  /**
    * Safe retention: per stream, trim entries older than `maxAgeMs` and/or beyond the newest
    * `maxLen`, never one that a group of the stream has not acknowledged yet.
    * @default [] (nothing trimmed)
@@ -75,4 +88,15 @@ export interface EchoStreamModuleOptions {
    * @default 60000
    */
   retentionIntervalMs?: number;
+}
+
+/** Module-wide defaults of `StreamProducer` (`producer` module option). */
+export interface EchoStreamProducerOptions {
+  /**
+   * Publish idempotently by default (`publish(..., { idempotent: true })` on every call that
+   * does not say otherwise).
+   * @default false
+   * @see docs/publishing.md "Idempotent publish"
+   */
+  idempotent?: boolean;
 }

@@ -26,10 +26,25 @@ export interface PublishManyOptions {
    * @default 1000
    */
   replicaTimeoutMs?: number;
+  /**
+   * Idempotent publish: write an entry only when no entry with the same branded id was written
+   * to this stream within `idempotencyWindowMs` (module option); a repeat, also one racing the
+   * first write, answers the first write's receipt (same `entryId`) and writes nothing. One
+   * script call per publish, atomic on the server. Not combinable with `replicas` (yet).
+   * @default the `producer.idempotent` module option (false)
+   * @see docs/publishing.md "Idempotent publish"
+   */
+  idempotent?: boolean;
+  /**
+   * The branded ids to write, one per payload (same length), e.g. to re-publish a batch under
+   * its original ids; fresh ones are minted when absent. With `idempotent`, a repeated id inside
+   * the batch is written once and its repeats answer the same receipt.
+   */
+  ids?: readonly string[];
 }
 
 /** Options of `StreamProducer.publish()`. */
-export interface PublishOptions extends PublishManyOptions {
+export interface PublishOptions extends Omit<PublishManyOptions, 'ids'> {
   /**
    * The branded id to write in the entry's `id` field, e.g. to re-publish a message under its
    * original id (consumers dedup on it). A fresh branded id is minted when absent.

@@ -1,6 +1,22 @@
 import { CodecOption } from './codec.interface';
 import type { ConsumerCleanupOptions } from './lifecycle.interface';
 import type { RateLimitOptions, RetryPolicy } from './delivery-control.interface';
+import type { StreamMessage } from './stream-message.interface';
+
+/** `dedup` as an object: how long the group remembers an acked branded id. */
+export interface DedupOptions {
+  /**
+   * How long (ms) an acked branded id is remembered.
+   * @default 600000
+   */
+  windowMs: number;
+}
+
+/**
+ * Names the entity a message is about, for `newerWins` (e.g. `(m: StreamMessage<Order>) =>
+ * m.payload.accountId`); annotate the message's payload type.
+ */
+export type NewerWinsKey = (message: StreamMessage<never>) => string;
 
 /** Per-handler options of `@StreamHandler(stream, group, options)`; module `defaults` apply first. */
 export interface StreamHandlerOptions {
@@ -80,4 +96,22 @@ export interface StreamHandlerOptions {
    * @see docs/delivery.md "Rate limits"
    */
   rateLimit: RateLimitOptions | null;
+  /**
+   * Skip duplicates: an entry whose branded id this group already acked within the window is
+   * acked without calling the handler (`true`: a 600000 ms window). Only acked entries count: a
+   * dead-lettered entry redriven under its id runs again. The record is written in the same
+   * script call as the entry's XACK.
+   * @default false
+   * @see docs/delivery.md "Duplicates and stale replays"
+   */
+  dedup: boolean | DedupOptions;
+  /**
+   * Skip stale replays: per entity (the key this function returns), the group keeps the highest
+   * branded id it acked; an entry whose branded id is not higher is acked without calling the
+   * handler. Within one process, entries of one key run one at a time in stream order whatever
+   * `concurrency` is. `null`: off.
+   * @default null
+   * @see docs/delivery.md "Duplicates and stale replays"
+   */
+  newerWins: NewerWinsKey | null;
 }

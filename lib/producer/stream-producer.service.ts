@@ -22,13 +22,18 @@ const DEFAULT_REPLICA_TIMEOUT_MS = 1000;
 /** The longest `replicaTimeoutMs` accepted: 10 minutes. */
 const MAX_REPLICA_TIMEOUT_MS = 600_000;
 
-const PUBLISH_MANY_OPTION_NAMES: readonly string[] = [
+const WRITE_OPTION_NAMES: readonly string[] = [
   'maxLen',
   'codec',
   'replicas',
   'replicaTimeoutMs',
+  'idempotent',
 ];
-const PUBLISH_OPTION_NAMES: readonly string[] = [...PUBLISH_MANY_OPTION_NAMES, 'id'];
+const PUBLISH_MANY_OPTION_NAMES: readonly string[] = [...WRITE_OPTION_NAMES, 'ids'];
+const PUBLISH_OPTION_NAMES: readonly string[] = [...WRITE_OPTION_NAMES, 'id'];
+
+/** `idempotencyWindowMs` when the producer is built without module options. */
+const DEFAULT_IDEMPOTENCY_WINDOW_MS = 600_000;
 
 /** Arguments checked and resolved, before anything is minted or written. */
 interface CheckedOptions {
@@ -36,6 +41,15 @@ interface CheckedOptions {
   codec: StreamCodec<unknown>;
   /** `{ replicas, replicaTimeoutMs }` when the call waits for replicas (replicas >= 1). */
   durable: Durability | undefined;
+  /** The call's own `idempotent`, if it gave one. */
+  idempotent: boolean | undefined;
+}
+
+/** The module's idempotent publish settings. */
+interface Idempotency {
+  /** `producer.idempotent`: the default of a call that does not say. */
+  byDefault: boolean;
+  windowMs: number;
 }
 
 /** A durable publish's `WAIT numreplicas timeout`. */
@@ -61,6 +75,7 @@ export class StreamProducer implements OnApplicationShutdown {
   private readonly tracing: ProducerTracing | undefined;
   /** Where durable publishes (`{ replicas }`) go: a connection of their own, see the class. */
   private readonly durableLink: DurablePublishLink;
+  private readonly idempotency: Idempotency;
 
   constructor(
     private readonly connections: EchoStreamConnections,
@@ -69,6 +84,10 @@ export class StreamProducer implements OnApplicationShutdown {
     const otel = loadOtel();
     this.tracing = otel ? new ProducerTracing(otel) : undefined;
     this.durableLink = new DurablePublishLink(options, () => connections.client);
+    this.idempotency = {
+      byDefault: options?.idempotentPublish ?? false,
+      windowMs: options?.idempotencyWindowMs ?? DEFAULT_IDEMPOTENCY_WINDOW_MS,
+    };
   }
 
   /** Closes the durable publishes' connection, if one was opened. */
@@ -89,7 +108,9 @@ export class StreamProducer implements OnApplicationShutdown {
    */
   async publish<T>(stream: string, payload: T, opts?: PublishOptions): Promise<PublishReceipt> {
     checkStream('publish', stream);
-    const { maxLen, codec, durable } = checkOptions('publish', opts, PUBLISH_OPTION_NAMES);
+    const checked = checkOptions('publish', opts, PUBLISH_OPTION_NAMES);
+    const { maxLen, codec, durable } = checked;
+    const idempotent = this.isIdempotent('publish', checked);
     const given = opts?.id;
     if (given !== undefined && (typeof given !== 'string' || given.length === 0)) {
       throw new TypeError(
@@ -100,6 +121,11 @@ export class StreamProducer implements OnApplicationShutdown {
     const fields = encodeEntry(codec, id, payload);
     const write = (extra: readonly string[]): Promise<string> => {
       const withTrace = extra.length > 0 ? fields.concat(extra) : fields;
+      if (idempotent) {
+        return this.writeIdempotently('publish', stream, [id], [withTrace], maxLen).then(
+          (got) => got[0],
+        );
+      }
       if (durable) {
         const items = [{ stream, fields: withTrace, maxLen }];
         return this.writeDurably('publish', stream, [id], items, durable).then((got) => got[0]);
@@ -141,9 +167,12 @@ export class StreamProducer implements OnApplicationShutdown {
         `StreamProducer.publishMany(): payloads must be an array, got ${describe(payloads)}`,
       );
     }
-    const { maxLen, codec, durable } = checkOptions('publishMany', opts, PUBLISH_MANY_OPTION_NAMES);
+    const checked = checkOptions('publishMany', opts, PUBLISH_MANY_OPTION_NAMES);
+    const { maxLen, codec, durable } = checked;
+    const idempotent = this.isIdempotent('publishMany', checked);
+    const given = checkIds(opts?.ids, payloads.length);
     if (payloads.length === 0) return [];
-    const ids = payloads.map(() => brandedId());
+    const ids = given ?? payloads.map(() => brandedId());
     const encoded = payloads.map((payload, i) => encodeEntry(codec, ids[i], payload));
     const write = async (trace: readonly string[]): Promise<PublishReceipt[]> => {
       const items = encoded.map((fields) => ({
@@ -152,7 +181,10 @@ export class StreamProducer implements OnApplicationShutdown {
         maxLen,
       }));
       let entryIds: string[];
-      if (durable) {
+      if (idempotent) {
+        const fields = items.map((item) => item.fields);
+        entryIds = await this.writeIdempotently('publishMany', stream, ids, fields, maxLen);
+      } else if (durable) {
         entryIds = await this.writeDurably('publishMany', stream, ids, items, durable);
       } else {
         const { client, publishTimeoutMs } = this.connections;
@@ -166,6 +198,38 @@ export class StreamProducer implements OnApplicationShutdown {
       return ids.map((id, i) => ({ id, entryId: entryIds[i] }));
     };
     return this.tracing ? this.tracing.send(stream, payloads.length, write) : write([]);
+  }
+
+  /** Whether this call publishes idempotently: its own option, else the module's default. */
+  private isIdempotent(method: string, checked: CheckedOptions): boolean {
+    const idempotent = checked.idempotent ?? this.idempotency.byDefault;
+    if (idempotent && checked.durable) {
+      throw new TypeError(
+        `StreamProducer.${method}(): option 'idempotent' cannot be combined with 'replicas' ` +
+          `(publish idempotently, then WAIT separately if needed)`,
+      );
+    }
+    return idempotent;
+  }
+
+  /**
+   * The entries written by one script call that writes each branded id once per
+   * `idempotencyWindowMs` (docs/publishing.md "Idempotent publish"), within `publishTimeoutMs`;
+   * a repeat answers the entry id of the first write.
+   */
+  private writeIdempotently(
+    method: 'publish' | 'publishMany',
+    stream: string,
+    ids: readonly string[],
+    fields: ReadonlyArray<readonly string[]>,
+    maxLen: number | undefined,
+  ): Promise<string[]> {
+    const { client, publishTimeoutMs } = this.connections;
+    const items = ids.map((id, i) => ({ id, fields: fields[i] }));
+    return publishWithin(client.link, publishTimeoutMs, { method, stream, ids }, async () => {
+      const got = await client.addIdempotent(stream, items, this.idempotency.windowMs, maxLen);
+      return got.map((answer) => answer.entryId);
+    });
   }
 
   /**
@@ -246,7 +310,12 @@ function checkOptions(
   known: readonly string[],
 ): CheckedOptions {
   if (opts === undefined) {
-    return { maxLen: undefined, codec: resolveCodec('json'), durable: undefined };
+    return {
+      maxLen: undefined,
+      codec: resolveCodec('json'),
+      durable: undefined,
+      idempotent: undefined,
+    };
   }
   if (typeof opts !== 'object' || opts === null || Array.isArray(opts)) {
     throw new TypeError(
@@ -275,7 +344,33 @@ function checkOptions(
   } catch (err) {
     throw new TypeError(`StreamProducer.${method}(): ${(err as Error).message}`);
   }
-  return { maxLen, codec, durable: checkDurability(method, opts) };
+  const { idempotent } = opts;
+  if (idempotent !== undefined && typeof idempotent !== 'boolean') {
+    throw new TypeError(
+      `StreamProducer.${method}(): option 'idempotent' must be a boolean, got ${describe(idempotent)}`,
+    );
+  }
+  return { maxLen, codec, durable: checkDurability(method, opts), idempotent };
+}
+
+/** `publishMany`'s `ids`: one non-empty string per payload; `undefined` when absent. */
+function checkIds(ids: unknown, count: number): readonly string[] | undefined {
+  if (ids === undefined) return undefined;
+  if (!Array.isArray(ids) || ids.length !== count) {
+    throw new TypeError(
+      `StreamProducer.publishMany(): option 'ids' must be an array of ${count} id(s), one per ` +
+        `payload, got ${Array.isArray(ids) ? `${ids.length} id(s)` : describe(ids)}`,
+    );
+  }
+  ids.forEach((id: unknown, i) => {
+    if (typeof id !== 'string' || id.length === 0) {
+      throw new TypeError(
+        `StreamProducer.publishMany(): option 'ids' must hold non-empty strings, got ` +
+          `${describe(id)} at index ${i}`,
+      );
+    }
+  });
+  return ids as readonly string[];
 }
 
 /** `replicas` / `replicaTimeoutMs`: `undefined` when the call does not wait (absent or 0). */

@@ -1,5 +1,11 @@
 import type { CommandLink } from './command-link';
 import { RATE_BUDGET_SCRIPT, RATE_BUDGET_SHA, rateBudgetKey } from './rate-budget.script';
+import {
+  ACK_RECORDS_SCRIPT,
+  ACK_RECORDS_SHA,
+  ackedIdKey,
+  newestIdKey,
+} from './skip-records.script';
 import { isBusyGroupError, isNoScriptError, isOomError } from './redis-errors';
 import { parseEntry } from './reply-shapes';
 import type {
@@ -9,6 +15,8 @@ import type {
   PendingRow,
   RateBudgetGrant,
   RawEntry,
+  SkipQuery,
+  SkipRecord,
   StreamQueries,
 } from './stream-roles';
 
@@ -200,5 +208,49 @@ export class RedisLoopCommands implements LoopCommands {
     }
     const [granted, windowLeftMs] = reply as [number, number];
     return { granted: Number(granted), windowLeftMs: Math.max(1, Number(windowLeftMs)) };
+  }
+
+  async ackRecording(
+    stream: string,
+    group: string,
+    ids: readonly string[],
+    records: readonly SkipRecord[],
+  ): Promise<number> {
+    if (records.length === 0) return this.ack(stream, group, ids);
+    const keys = [stream];
+    const recordArgs: Array<string | number> = [];
+    for (const record of records) {
+      if (record.kind === 'acked') {
+        keys.push(ackedIdKey(stream, group, record.id));
+        recordArgs.push('set', record.id, record.ttlMs);
+      } else {
+        keys.push(newestIdKey(stream, group, record.key));
+        recordArgs.push('max', record.id, record.ttlMs);
+      }
+    }
+    const args = [keys.length, ...keys, group, ids.length, ...ids, ...recordArgs];
+    let reply: unknown;
+    try {
+      reply = await this.link.send(['EVALSHA', ACK_RECORDS_SHA, ...args]);
+    } catch (err) {
+      if (!isNoScriptError(err)) throw err;
+      reply = await this.link.send(['EVAL', ACK_RECORDS_SCRIPT, ...args]);
+    }
+    return Number(reply);
+  }
+
+  async readRecords(
+    stream: string,
+    group: string,
+    queries: readonly SkipQuery[],
+  ): Promise<Array<string | null>> {
+    if (queries.length === 0) return [];
+    const keys = queries.map((query) =>
+      query.kind === 'acked'
+        ? ackedIdKey(stream, group, query.id)
+        : newestIdKey(stream, group, query.key),
+    );
+    const reply = (await this.link.send(['MGET', ...keys])) as unknown[];
+    return reply.map((value) => (value === null || value === undefined ? null : String(value)));
   }
 }

@@ -133,6 +133,43 @@ export interface LoopCommands {
     perMs: number,
     want: number,
   ): Promise<RateBudgetGrant>;
+  /** See {@link SkipRecords.ackRecording} (`dedup`, `newerWins`). */
+  ackRecording?: SkipRecords['ackRecording'];
+  /** See {@link SkipRecords.readRecords} (`dedup`, `newerWins`). */
+  readRecords?: SkipRecords['readRecords'];
+}
+
+/** A record written with an entry's XACK (see {@link SkipRecords}). */
+export type SkipRecord =
+  /** Dedup: branded id `id` was acked by the group; kept `ttlMs`. */
+  | { kind: 'acked'; id: string; ttlMs: number }
+  /** Newer-wins: `id` is the newest branded id acked for entity `key`, unless a newer one is. */
+  | { kind: 'newest'; key: string; id: string; ttlMs: number };
+
+/** What a skip filter asks: was this branded id acked, which is the newest id of this entity. */
+export type SkipQuery = { kind: 'acked'; id: string } | { kind: 'newest'; key: string };
+
+/**
+ * The records behind `dedup` and `newerWins` (docs/delivery.md "Duplicates and stale replays"),
+ * kept in the stream's hash slot.
+ */
+export interface SkipRecords {
+  /**
+   * XACK of `ids` and `records` in one atomic script call (EVALSHA, EVAL on NOSCRIPT): a record
+   * is written with its entry's ack, never without it. Returns how many XACK acknowledged.
+   */
+  ackRecording(
+    stream: string,
+    group: string,
+    ids: readonly string[],
+    records: readonly SkipRecord[],
+  ): Promise<number>;
+  /** The records asked for, in one MGET: the branded id held, `null` for none. */
+  readRecords(
+    stream: string,
+    group: string,
+    queries: readonly SkipQuery[],
+  ): Promise<Array<string | null>>;
 }
 
 /**
@@ -183,6 +220,35 @@ export interface StreamWrites {
   addMany(items: readonly WriteItem[]): Promise<string[]>;
   /** XDEL; how many of `ids` existed. */
   remove(stream: string, ids: readonly string[]): Promise<number>;
+}
+
+/** One entry of an idempotent write: its branded id (the dedup key) and its fields. */
+export interface IdempotentItem {
+  id: string;
+  fields: readonly string[];
+}
+
+/** What an idempotent write answered for one item. */
+export interface IdempotentAdd {
+  /** The entry id: the one written now, or the first write's when `written` is false. */
+  entryId: string;
+  /** False when an entry with this branded id was written within the window (nothing written). */
+  written: boolean;
+}
+
+/** XADDs that write an id once per window (`publish(..., { idempotent: true })`). */
+export interface IdempotentWrites {
+  /**
+   * One script call (EVALSHA, EVAL on NOSCRIPT) writing the items of `items` whose branded id
+   * was not written to `stream` within `windowMs`, atomically on the server; one answer per
+   * item, in order. The index keys share the stream's hash slot.
+   */
+  addIdempotent(
+    stream: string,
+    items: readonly IdempotentItem[],
+    windowMs: number,
+    maxLen?: number,
+  ): Promise<IdempotentAdd[]>;
 }
 
 /** XADDs that wait for replicas (`publish(..., { replicas })`). */

@@ -1,14 +1,24 @@
 import type { ChainableCommander, Cluster, Redis } from 'ioredis';
 import { isCluster, keySlot } from './cluster-routing';
 import type { CommandLink } from './command-link';
+import { IDEMPOTENT_ADD_SCRIPT, IDEMPOTENT_ADD_SHA, idempotencyKey } from './idempotent-add.script';
+import { isNoScriptError } from './redis-errors';
 import { weakest, writeThenWait, type WritePipeline } from './replicated-write';
-import type { DurableWrites, ReplicatedWrite, StreamWrites, WriteItem } from './stream-roles';
+import type {
+  DurableWrites,
+  IdempotentAdd,
+  IdempotentItem,
+  IdempotentWrites,
+  ReplicatedWrite,
+  StreamWrites,
+  WriteItem,
+} from './stream-roles';
 
 /**
  * {@link StreamWrites} and {@link DurableWrites} on one link: XADD alone or pipelined (one
  * pipeline per hash slot on a Cluster, all in flight at once), XADDs with a WAIT, XDEL.
  */
-export class RedisStreamWrites implements StreamWrites, DurableWrites {
+export class RedisStreamWrites implements StreamWrites, DurableWrites, IdempotentWrites {
   constructor(private readonly link: CommandLink) {}
 
   async add(stream: string, fields: readonly string[], maxLen?: number): Promise<string> {
@@ -42,6 +52,30 @@ export class RedisStreamWrites implements StreamWrites, DurableWrites {
     if (!pipeline.cluster) return send(items);
     const { entryIds, outcomes } = await perSlot(items, send);
     return weakest(entryIds, outcomes);
+  }
+
+  async addIdempotent(
+    stream: string,
+    items: readonly IdempotentItem[],
+    windowMs: number,
+    maxLen?: number,
+  ): Promise<IdempotentAdd[]> {
+    if (items.length === 0) return [];
+    const keys = [stream, ...items.map((item) => idempotencyKey(stream, item.id))];
+    const args: Array<string | number> = [keys.length, ...keys, windowMs, maxLen ?? ''];
+    for (const item of items) args.push(item.fields.length, ...item.fields);
+    let reply: unknown;
+    try {
+      reply = await this.link.send(['EVALSHA', IDEMPOTENT_ADD_SHA, ...args]);
+    } catch (err) {
+      if (!isNoScriptError(err)) throw err;
+      reply = await this.link.send(['EVAL', IDEMPOTENT_ADD_SCRIPT, ...args]);
+    }
+    const flat = reply as unknown[];
+    return items.map((_, i) => ({
+      entryId: String(flat[2 * i]),
+      written: Number(flat[2 * i + 1]) === 1,
+    }));
   }
 
   async remove(stream: string, ids: readonly string[]): Promise<number> {

@@ -17,6 +17,8 @@ import type {
   Browsing,
   StreamBrowsing,
   DurableWrites,
+  IdempotentWrites,
+  SkipRecords,
   StreamQueries,
   StreamsClient,
   StreamWrites,
@@ -83,11 +85,13 @@ type Args<F> = F extends (...args: infer A) => unknown ? A : never;
  * Its connection never leaves lib/redis: what a caller needs of it is a method here
  * (`open` with `wakeVia`, `slotKeyOf`, `browser`, `lifecycle`, `listenerCount`).
  */
-export class RedisStreamsClient implements StreamsClient, DurableWrites, Browsing {
+export class RedisStreamsClient
+  implements StreamsClient, DurableWrites, IdempotentWrites, Browsing
+{
   private readonly commandLink: CommandLink;
   private readonly reads: BlockingReads;
   private readonly commands: RedisLoopCommands;
-  private readonly writes: StreamWrites & DurableWrites;
+  private readonly writes: StreamWrites & DurableWrites & IdempotentWrites;
   private readonly queries: StreamQueries;
   private readonly reconnectListeners = new Set<() => void>();
   /** On a Cluster, once a loop listens: tells when the slot map changed. */
@@ -216,6 +220,14 @@ export class RedisStreamsClient implements StreamsClient, DurableWrites, Browsin
     return this.commands.takeRateBudget(...args);
   }
 
+  ackRecording(...args: Args<SkipRecords['ackRecording']>) {
+    return this.commands.ackRecording(...args);
+  }
+
+  readRecords(...args: Args<SkipRecords['readRecords']>) {
+    return this.commands.readRecords(...args);
+  }
+
   add(...args: Args<StreamsClient['add']>) {
     return this.writes.add(...args);
   }
@@ -226,6 +238,10 @@ export class RedisStreamsClient implements StreamsClient, DurableWrites, Browsin
 
   addReplicated(...args: Args<DurableWrites['addReplicated']>) {
     return this.writes.addReplicated(...args);
+  }
+
+  addIdempotent(...args: Args<IdempotentWrites['addIdempotent']>) {
+    return this.writes.addIdempotent(...args);
   }
 
   remove(...args: Args<StreamsClient['remove']>) {

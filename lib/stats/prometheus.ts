@@ -201,6 +201,19 @@ export const METRICS: readonly MetricDefinition[] = [
     samples: ({ snapshots }) =>
       snapshots.map((s) => ({ labels: loopLabels(s), value: family.value(s) })),
   })),
+  {
+    name: 'echo_stream_skipped_total',
+    type: 'counter',
+    help:
+      'Entries acked without a handler call: reason="duplicate" (dedup: the branded id was ' +
+      'acked already), reason="stale" (newerWins: not newer than the newest of its key).',
+    labelNames: [...LOOP_LABEL_NAMES, 'reason'],
+    samples: ({ snapshots }) =>
+      snapshots.flatMap((s) => [
+        { labels: { ...loopLabels(s), reason: 'duplicate' }, value: s.totalDuplicates },
+        { labels: { ...loopLabels(s), reason: 'stale' }, value: s.totalStale },
+      ]),
+  },
   ...GROUP_FAMILIES.map((family): MetricDefinition => ({
     name: family.name,
     type: 'gauge',

@@ -25,6 +25,9 @@ export class LineLogger implements ConsumerLogger {
   error(message: string): void {
     this.lines.push(`error ${message}`);
   }
+  debug(message: string): void {
+    this.lines.push(`debug ${message}`);
+  }
   has(pattern: RegExp): boolean {
     return this.lines.some((line) => pattern.test(line));
   }

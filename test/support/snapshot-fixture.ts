@@ -14,6 +14,8 @@ export function snapshotFixture(overrides: Partial<ConsumerSnapshot> = {}): Cons
     totalDlq: 1,
     totalErrors: 3,
     totalDeleted: 2,
+    totalDuplicates: 5,
+    totalStale: 6,
     retrying: 4,
     totalRetries: 7,
     tpsIn: 1.5,

@@ -21,6 +21,8 @@ describe('ConsumerCounters', () => {
       totalDlq: 0,
       totalErrors: 0,
       totalDeleted: 0,
+      totalDuplicates: 0,
+      totalStale: 0,
       retrying: 0,
       totalRetries: 0,
       tpsIn: 0,
@@ -39,6 +41,9 @@ describe('ConsumerCounters', () => {
     counters.read(10);
     counters.acked(20);
     counters.deleted(2);
+    counters.skipped('duplicate', 3);
+    counters.skipped('stale', 5);
+    counters.skipped('duplicate', 1);
     counters.deadLettered(1);
     counters.handlerFailed('boom');
     counters.handlerFailed('bang');
@@ -52,6 +57,8 @@ describe('ConsumerCounters', () => {
       totalRead: 40,
       totalAcked: 20,
       totalDeleted: 2,
+      totalDuplicates: 4,
+      totalStale: 5,
       totalDlq: 1,
       totalErrors: 2,
       lastError: 'bang',

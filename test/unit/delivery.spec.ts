@@ -173,4 +173,53 @@ describe('Delivery', () => {
     await delivery.process(entries, null);
     expect(remembered).toEqual(entries.map((e, i) => `${e.entryId}:evt-${i}`));
   });
+
+  it('with a skip filter: skipped entries go to the acks unhandled; handled ones get their records', async () => {
+    const seen: string[] = [];
+    const loop = testLoop({ deadLetterStream: DLQ });
+    const fake = new FakeStreamsClient();
+    fake.seedGroup(S, G);
+    const runner = new HandlerRunner(loop.context, {
+      batch: false,
+      call: (m) => void seen.push(m.entryId),
+    });
+    const heartbeat = new Heartbeat(loop.context, fake);
+    const scheduler = new RetryScheduler(loop.context);
+    const acks = new AckBuffer(loop.context, fake, runner);
+    const recorded: string[][] = [];
+    fake.seedJson(S, 3);
+    const entries = await fake.readGroup(S, G, C, 10, '>');
+    const skipId = entries[1].entryId;
+    const delivery = new Delivery(loop.context, {
+      runner,
+      settlement: new Settlement(loop.context, {
+        client: fake,
+        deadLetters: new DeadLetterPath(loop.context, fake, {
+          handlerCount: 0,
+          deliver: async () => undefined,
+        }),
+        heartbeat,
+        retries: scheduler,
+        errors: runner,
+      }),
+      acks,
+      limiter: NO_RATE_LIMIT,
+      retries: scheduler,
+      pace: { delivered: () => undefined },
+      heartbeat,
+      health: { drainNeeded: () => undefined },
+      skips: {
+        filter: async (messages) => ({
+          run: messages.flatMap((m, i) => (m.entryId === skipId ? [] : [i])),
+          skipped: [skipId],
+        }),
+      },
+      records: { handled: (_messages, ok) => void recorded.push([...ok]) },
+    });
+    await delivery.process(entries, null);
+    const handled = [entries[0].entryId, entries[2].entryId];
+    expect(seen).toEqual(handled);
+    expect(recorded).toEqual([handled]);
+    expect(acks.take().sort()).toEqual(entries.map((e) => e.entryId).sort());
+  });
 });

@@ -187,3 +187,56 @@ describe('HandlerRunner, batch mode', () => {
     expect(calls).toEqual([]);
   });
 });
+
+describe('HandlerRunner, per entry with newerWins lanes', () => {
+  const keyOf = (m: StreamMessage<unknown>) => `k${(m.payload as { i: number }).i % 3}`;
+
+  it('concurrency 4: entries of one key run one at a time in stream order, keys alongside', async () => {
+    const loop = testLoop({ concurrency: 4 });
+    const order: string[] = [];
+    const active = new Map<string, number>();
+    let overlaps = 0;
+    let running = 0;
+    let most = 0;
+    const runner = new HandlerRunner(
+      loop.context,
+      perEntry(async (m) => {
+        const key = keyOf(m);
+        order.push(m.entryId);
+        active.set(key, (active.get(key) ?? 0) + 1);
+        if ((active.get(key) ?? 0) > 1) overlaps++;
+        most = Math.max(most, ++running);
+        await tick();
+        await tick();
+        running--;
+        active.set(key, (active.get(key) ?? 0) - 1);
+      }),
+      keyOf,
+    );
+    const list = messages(9);
+    const outcome = await runner.run(list, batchOf(list));
+    expect(overlaps).toBe(0);
+    expect(most).toBe(3); // three keys, three lanes at once
+    for (const key of ['k0', 'k1', 'k2']) {
+      const ofKey = list.filter((m) => keyOf(m) === key).map((m) => m.entryId);
+      expect(order.filter((id) => ofKey.includes(id))).toEqual(ofKey);
+    }
+    expect(outcome.ok.sort()).toEqual(list.map((m) => m.entryId).sort());
+  });
+
+  it('a stop between two entries of a lane leaves the rest of the lane unstarted', async () => {
+    const loop = testLoop({ concurrency: 2 });
+    const runner = new HandlerRunner(
+      loop.context,
+      perEntry(async (m) => {
+        await tick(); // 1-0 and 2-0 both start before the stop
+        if (m.entryId === '1-0') loop.stop();
+      }),
+      keyOf,
+    );
+    const list = messages(6); // lanes k0: 1,4 · k1: 2,5 · k2: 3,6
+    const outcome = await runner.run(list, batchOf(list));
+    expect(outcome.ok.sort()).toEqual(['1-0', '2-0']);
+    expect(outcome.unstarted).toEqual(['3-0', '4-0', '5-0', '6-0']);
+  });
+});

@@ -88,6 +88,8 @@ function fakeLoop(
     totalDlq: 1,
     totalErrors: 0,
     totalDeleted: 0,
+    totalDuplicates: 0,
+    totalStale: 0,
     retrying: 0,
     totalRetries: 0,
     tpsIn: 0.3,

@@ -43,6 +43,10 @@ function setUp(inHand: InHand | null = null, fail?: 'send') {
     },
     retries: { releaseAll: async () => void steps.push('release retries') },
     deadLetters: { inFlight: undefined },
+    records: {
+      handled: (messages, ok) =>
+        void steps.push(`records of ${ok.join(',')} (${messages.length} in hand)`),
+    },
     closeClient: async () => void steps.push('close'),
   });
   return { loop, stopSwitch, steps, shutdown };
@@ -64,6 +68,11 @@ function handling(): HandlingBatch {
     touchedAt: 0,
   };
 }
+
+/** The messages of the batch in hand of {@link handling}. */
+const inHandMessages = ['a-0', 'b-0', 'c-0', 'f-0'].map(
+  (entryId) => ({ entryId }) as StreamMessage<unknown>,
+);
 
 describe('Shutdown', () => {
   it('a loop never started: stopped, connection closed, nothing else', async () => {
@@ -90,9 +99,10 @@ describe('Shutdown', () => {
     expect(loop.counters.snapshot().state).toBe('stopped');
   });
 
-  it('a stop that gives up: acks what settled, releases the unstarted and read-ahead, hands failures to retries, warns', async () => {
+  it('a stop that gives up: acks what settled (with the records of what finished), releases the unstarted and read-ahead, hands failures to retries, warns', async () => {
     const { loop, stopSwitch, steps, shutdown } = setUp({
       batch: handling(),
+      messages: inHandMessages,
       counts: new Map([['c-0', 3]]),
     });
     const started = Date.now();
@@ -101,6 +111,7 @@ describe('Shutdown', () => {
     expect(stopSwitch.isAbandoned()).toBe(true);
     expect(steps).toEqual([
       'wake parked read',
+      'records of a-0 (4 in hand)',
       'ack x-0,a-0',
       'release unstarted c-0,r-0 counts 3',
       'route f-0',
@@ -114,7 +125,10 @@ describe('Shutdown', () => {
   });
 
   it('a settle that fails at the give-up is logged; retries are still released and the link closed', async () => {
-    const { loop, steps, shutdown } = setUp({ batch: handling(), counts: null }, 'send');
+    const { loop, steps, shutdown } = setUp(
+      { batch: handling(), messages: inHandMessages, counts: null },
+      'send',
+    );
     await shutdown.run(new Promise(() => undefined), 20);
     expect(
       loop.logger.has(/error .*settling at shutdown failed: ack lost; entries stay pending/),
