@@ -9,6 +9,8 @@ import { Heartbeat } from './heartbeat';
 import { LoopHealth } from './loop-health';
 import type { LoopContext } from './loop.types';
 import { ParkedRead } from './parked-read';
+import { PauseGate } from './pause-gate';
+import { NEVER_PAUSED, PauseWatch } from './pause-watch';
 import { PelSweep } from './pel-sweep';
 import { rateLimiterFor, type StartLimiter } from './rate-limiter';
 import { ReadAhead } from './read-ahead';
@@ -30,6 +32,8 @@ export interface LoopParts {
   readonly limiter: StartLimiter;
   /** When the next sweep is due. */
   readonly pace: SweepPace;
+  /** Holds the beat while the group is paused on the stream. */
+  readonly pause: PauseGate;
   /** Keeps held entries claimed. */
   readonly heartbeat: Heartbeat;
   /** Handled entries waiting for their XACK. */
@@ -81,9 +85,16 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
   });
   const pace = new SweepPace(options.claimIntervalMs, options.minIdleMs, now, config.sweepPhase);
   const health = new LoopHealth(context, client);
+
   const heartbeat = new Heartbeat(context, client);
   heartbeat.keep('retries', scheduler.held);
   const acks = new AckBuffer(context, client, runner);
+  const pause = new PauseGate(context, {
+    probe:
+      config.pauses ??
+      (client.pauses ? new PauseWatch(client.pauses, group, now).member(stream) : NEVER_PAUSED),
+    acks,
+  });
   const settlement = new Settlement(context, {
     client,
     deadLetters,
@@ -142,6 +153,7 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
     health,
     limiter,
     pace,
+    pause,
     heartbeat,
     acks,
     delivery,

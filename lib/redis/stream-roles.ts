@@ -212,6 +212,22 @@ export interface StreamQueries {
   config(parameter: string): Promise<string | null>;
 }
 
+/**
+ * The pause switch of a group on a stream (docs/operations.md "Pausing a group"): persistent, one
+ * key per stream and group in the stream's hash slot.
+ */
+export interface GroupPauses {
+  /** Pauses `group` on `stream` (SET), recording `at` (ms since the epoch). */
+  pause(stream: string, group: string, at: number): Promise<void>;
+  /** Resumes it (DEL); `false` when it was not paused. */
+  resume(stream: string, group: string): Promise<boolean>;
+  /**
+   * When `group` was paused on each of `streams` (`null`: not paused), in one MGET: on a
+   * Cluster the streams must share a hash slot.
+   */
+  pausedSince(group: string, streams: readonly string[]): Promise<(number | null)[]>;
+}
+
 /** The client's own connection: its state, its reconnects, its end. */
 export interface ClientLink {
   /** Calls `listener` each time the connection is (re)established and ready. */
@@ -227,7 +243,10 @@ export interface ClientLink {
  * a small fake.
  */
 export interface StreamsClient
-  extends LoopCommands, BlockingReads, StreamWrites, StreamQueries, ClientLink {}
+  extends LoopCommands, BlockingReads, StreamWrites, StreamQueries, ClientLink {
+  /** The group's pause switch; a client without it (a test fake) is never paused. */
+  readonly pauses?: GroupPauses;
+}
 
 /** One page of stream keys found by `SCAN ... TYPE stream`. */
 export interface StreamKeysPage {

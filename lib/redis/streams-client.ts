@@ -3,6 +3,7 @@ import { CommandLink, DEFAULT_COMMAND_DEADLINE_MS } from './command-link';
 import type { ConnectionMonitor } from './connection-monitor';
 import { RedisLifecycleClient, type LifecycleClient } from './lifecycle-client';
 import { RedisLoopCommands } from './loop-commands';
+import { RedisGroupPauses } from './group-pauses';
 import { ParkedReads } from './parked-reads';
 import {
   createConnection,
@@ -31,6 +32,7 @@ export type {
   BlockingReads,
   ClientLink,
   ConsumerInfo,
+  GroupPauses,
   DurableWrites,
   GroupInfo,
   LoopCommands,
@@ -88,6 +90,8 @@ export class RedisStreamsClient implements StreamsClient, DurableWrites, Browsin
   private readonly commands: RedisLoopCommands;
   private readonly writes: StreamWrites & DurableWrites;
   private readonly queries: StreamQueries;
+  /** The pause switch of groups (docs/operations.md "Pausing a group"), on this link. */
+  readonly pauses: RedisGroupPauses;
   private readonly reconnectListeners = new Set<() => void>();
   /** Why the connection is down, if it is: command errors name the cause and the address. */
   readonly link: ConnectionMonitor;
@@ -108,6 +112,7 @@ export class RedisStreamsClient implements StreamsClient, DurableWrites, Browsin
     this.queries = new RedisStreamQueries(this.commandLink);
     this.commands = new RedisLoopCommands(this.commandLink, this.queries);
     this.writes = new RedisStreamWrites(this.commandLink);
+    this.pauses = new RedisGroupPauses(this.commandLink, isCluster(redis));
   }
 
   /**
