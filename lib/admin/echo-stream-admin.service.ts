@@ -126,7 +126,7 @@ export class EchoStreamAdmin {
    */
   async pausedSince(stream: string, group: string): Promise<Date | null> {
     checkGroupArgs('pausedSince', stream, group);
-    const [since] = await this.connections.client.pauses.pausedSince(group, [stream]);
+    const [since] = await this.connections.client.pauses.pausedSince([{ stream, group }]);
     return since === null || since === undefined ? null : new Date(since);
   }
 

@@ -52,7 +52,9 @@ export class PauseWatch {
       const startedAt = this.now();
       const streams = [...this.streams];
       try {
-        const since = await this.pauses.pausedSince(this.group, streams);
+        const since = await this.pauses.pausedSince(
+          streams.map((stream) => ({ stream, group: this.group })),
+        );
         this.flags = new Map(streams.map((stream, i) => [stream, since[i] !== null]));
         this.lastReadAt = startedAt;
       } finally {

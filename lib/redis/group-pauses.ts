@@ -1,6 +1,6 @@
 import { keySlot } from './cluster-routing';
 import type { CommandLink } from './command-link';
-import type { GroupPauses } from './stream-roles';
+import type { GroupPauses, PauseTarget } from './stream-roles';
 
 /**
  * The pause switch of a group on a stream (docs/operations.md "Pausing a group"): one string key
@@ -25,11 +25,11 @@ export class RedisGroupPauses implements GroupPauses {
     return Number(await this.link.send(['DEL', pauseKeyOf(stream, group)])) > 0;
   }
 
-  async pausedSince(group: string, streams: readonly string[]): Promise<(number | null)[]> {
-    if (streams.length === 0) return [];
-    const keys = streams.map((stream) => pauseKeyOf(stream, group));
-    // one MGET may only name keys of one slot (the streams of a shared read share one, unless a
-    // name has a stray '}'): one MGET per slot, in parallel
+  async pausedSince(targets: readonly PauseTarget[]): Promise<(number | null)[]> {
+    if (targets.length === 0) return [];
+    const keys = targets.map(({ stream, group }) => pauseKeyOf(stream, group));
+    // one MGET may only name keys of one slot (the streams of a shared read share one, the groups
+    // of one stream too, unless a name has a stray '}'): one MGET per slot, in parallel
     const bySlot = new Map<number, number[]>();
     keys.forEach((key, i) => {
       const slot = this.cluster ? keySlot(key) : 0;

@@ -222,10 +222,15 @@ export interface GroupPauses {
   /** Resumes it (DEL); `false` when it was not paused. */
   resume(stream: string, group: string): Promise<boolean>;
   /**
-   * When `group` was paused on each of `streams` (`null`: not paused), in one MGET: on a
-   * Cluster the streams must share a hash slot.
+   * When each group was paused on its stream (`null`: not paused), in one MGET per hash slot.
    */
-  pausedSince(group: string, streams: readonly string[]): Promise<(number | null)[]>;
+  pausedSince(targets: readonly PauseTarget[]): Promise<(number | null)[]>;
+}
+
+/** A group on a stream, whose pause flag is read. */
+export interface PauseTarget {
+  readonly stream: string;
+  readonly group: string;
 }
 
 /** The client's own connection: its state, its reconnects, its end. */

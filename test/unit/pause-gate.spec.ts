@@ -6,16 +6,19 @@
  */
 import { PauseGate } from '../../lib/consumer/pause-gate';
 import { NEVER_PAUSED, PauseWatch, PauseWatchPool } from '../../lib/consumer/pause-watch';
+import type { PauseTarget } from '../../lib/redis/stream-roles';
 import { manualClock, testLoop, tick } from '../support/loop-context';
 
 /** A pause switch in memory that counts its MGETs. */
 class MemoryPauses {
   readonly paused = new Set<string>();
   readonly reads: Array<{ group: string; streams: readonly string[] }> = [];
-  async pausedSince(group: string, streams: readonly string[]): Promise<(number | null)[]> {
-    this.reads.push({ group, streams: [...streams] });
+  async pausedSince(targets: readonly PauseTarget[]): Promise<(number | null)[]> {
+    const groups = [...new Set(targets.map((t) => t.group))];
+    expect(groups).toHaveLength(1); // a watch reads one group name
+    this.reads.push({ group: groups[0], streams: targets.map((t) => t.stream) });
     await tick();
-    return streams.map((stream) => (this.paused.has(`${stream}/${group}`) ? 1 : null));
+    return targets.map(({ stream, group }) => (this.paused.has(`${stream}/${group}`) ? 1 : null));
   }
 }
 
@@ -48,9 +51,9 @@ describe('PauseWatch', () => {
     let fail = true;
     const watch = new PauseWatch(
       {
-        pausedSince: async (_group, streams) => {
+        pausedSince: async (targets) => {
           if (fail) throw new Error('link down');
-          return streams.map(() => null);
+          return targets.map(() => null);
         },
       },
       'g',
