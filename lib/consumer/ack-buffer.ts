@@ -1,4 +1,4 @@
-import type { StreamsClient } from '../redis/stream-roles';
+import type { AlongAck, StreamsClient } from '../redis/stream-roles';
 import type { HandlerErrors, LoopContext } from './loop.types';
 
 /**
@@ -13,6 +13,10 @@ export class AckBuffer {
     private readonly context: Pick<LoopContext, 'stream' | 'group' | 'counters'>,
     private readonly client: Pick<StreamsClient, 'ack'>,
     private readonly errors: Pick<HandlerErrors, 'forget'>,
+    /** Writes about acked entries sent in the round trip of their XACK (checkpoints dropped, ...). */
+    private readonly along: ReadonlyArray<{
+      alongAck(ids: readonly string[]): AlongAck | null;
+    }> = [],
   ) {}
 
   /** Handled entries: acked with the next send. */
@@ -46,7 +50,8 @@ export class AckBuffer {
 
   /** XACK of `entryIds`: counted, and their handler errors forgotten. */
   async send(entryIds: string[]): Promise<void> {
-    await this.client.ack(this.context.stream, this.context.group, entryIds);
+    const along = this.along.flatMap((each) => each.alongAck(entryIds) ?? []);
+    await this.client.ack(this.context.stream, this.context.group, entryIds, along);
     this.context.counters.acked(entryIds.length);
     this.errors.forget(entryIds);
   }

@@ -1,6 +1,7 @@
 import type { StreamMessage } from '../interfaces/stream-message.interface';
 import type { RawEntry } from '../redis/stream-roles';
 import type { AckBuffer } from './ack-buffer';
+import type { Checkpoints } from './checkpoints';
 import type { EntryTracing } from './consumer.types';
 import { triage } from './entry-triage';
 import type { HandlerRunner } from './handler-runner';
@@ -26,6 +27,8 @@ export interface DeliveryParts {
     'uncharge' | 'deleted' | 'deadLetter' | 'rejected' | 'failed' | 'release'
   >;
   readonly acks: Pick<AckBuffer, 'add'>;
+  /** Attaches `saveCheckpoint`, and redeliveries' `checkpoint`, to the messages of a read. */
+  readonly checkpoints: Pick<Checkpoints, 'attach'>;
   readonly limiter: Pick<StartLimiter, 'confirm'>;
   readonly retries: Pick<RetryScheduler, 'has'>;
   readonly pace: Pick<SweepPace, 'delivered'>;
@@ -89,7 +92,7 @@ export class Delivery {
       signal,
       isWaitingRetry: (id) => retries.has(id),
     });
-    const messages = read.fresh;
+    const messages = await this.parts.checkpoints.attach(read.fresh);
     if (tracing !== undefined)
       for (let i = 0; i < messages.length; i++) tracing.remember(messages[i], read.freshFields[i]);
     if (read.waitingRetries.length > 0 && counts)

@@ -1,5 +1,6 @@
 import { AckBuffer } from './ack-buffer';
 import { OwnConnectionRead } from './blocking-read';
+import { Checkpoints } from './checkpoints';
 import { ConsumerCounters } from './consumer-counters';
 import type { StreamConsumerConfig } from './consumer.types';
 import { DeadLetterPath } from './dead-letter-path';
@@ -77,7 +78,10 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
 
   const handler = config.tracing ? config.tracing.wrap(config.handler) : config.handler;
   const runner = new HandlerRunner(context, handler);
-  const deadLetters = new DeadLetterPath(context, client, config.deadLetters);
+  const checkpoints = new Checkpoints(context, client.checkpoints);
+  // a dead letter or a deleted entry leaves with its checkpoint, known here or not
+  const exits = { alongAck: (ids: readonly string[]) => checkpoints.alongExit(ids) };
+  const deadLetters = new DeadLetterPath(context, client, config.deadLetters, [exits]);
   const scheduler = new RetryScheduler(context);
   const limiter = rateLimiterFor(options.rateLimit, client, stream, group, {
     signal: stopSwitch.signal,
@@ -88,7 +92,7 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
 
   const heartbeat = new Heartbeat(context, client);
   heartbeat.keep('retries', scheduler.held);
-  const acks = new AckBuffer(context, client, runner);
+  const acks = new AckBuffer(context, client, runner, [checkpoints]);
   const pause = new PauseGate(context, {
     probe:
       config.pauses ??
@@ -97,6 +101,7 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
   });
   const settlement = new Settlement(context, {
     client,
+    along: [exits],
     deadLetters,
     heartbeat,
     retries: scheduler,
@@ -106,6 +111,7 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
     runner,
     settlement,
     acks,
+    checkpoints,
     limiter,
     retries: scheduler,
     pace,

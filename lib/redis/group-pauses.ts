@@ -1,4 +1,5 @@
 import { keySlot } from './cluster-routing';
+import { slotKeyNextTo } from './slot-keys';
 import type { CommandLink } from './command-link';
 import type { GroupPauses, PauseTarget } from './stream-roles';
 
@@ -51,17 +52,7 @@ export class RedisGroupPauses implements GroupPauses {
   }
 }
 
-/**
- * The pause key of `group` on `stream`, in the stream's hash slot: `stream` itself when it has a
- * hash tag (`{orders}:eu` -> `{orders}:eu:echo-paused:<group>`), else the whole name as the tag
- * (`orders` -> `{orders}:echo-paused:<group>`). A name with a `}` but no tag keeps its own name
- * as the prefix (it may land in another slot; only a Cluster cares, and only for MGET batching).
- */
+/** The pause key of `group` on `stream`, in the stream's hash slot (`{orders}:echo-paused:billing`). */
 export function pauseKeyOf(stream: string, group: string): string {
-  const suffix = `:echo-paused:${group}`;
-  const open = stream.indexOf('{');
-  const close = open >= 0 ? stream.indexOf('}', open + 1) : -1;
-  if (close > open + 1) return `${stream}${suffix}`; // a non-empty hash tag: same slot
-  if (!stream.includes('}')) return `{${stream}}${suffix}`;
-  return `${stream}${suffix}`;
+  return slotKeyNextTo(stream, `:echo-paused:${group}`);
 }

@@ -2,7 +2,9 @@ import type { CommandLink } from './command-link';
 import { RATE_BUDGET_SCRIPT, RATE_BUDGET_SHA, rateBudgetKey } from './rate-budget.script';
 import { isBusyGroupError, isNoScriptError, isOomError } from './redis-errors';
 import { parseEntry } from './reply-shapes';
+import { checkpointKeyOf } from './entry-checkpoints';
 import type {
+  AlongAck,
   AutoClaimPage,
   LoopCommands,
   PendingQuery,
@@ -48,9 +50,19 @@ export class RedisLoopCommands implements LoopCommands {
     }
   }
 
-  async ack(stream: string, group: string, ids: readonly string[]): Promise<number> {
+  async ack(
+    stream: string,
+    group: string,
+    ids: readonly string[],
+    along: readonly AlongAck[] = [],
+  ): Promise<number> {
     if (ids.length === 0) return 0;
-    return Number(await this.link.send(['XACK', stream, group, ...ids]));
+    const acked = this.link.send(['XACK', stream, group, ...ids]);
+    if (along.length === 0) return Number(await acked);
+    // sent right behind the XACK on the same connection: one round trip for all of them
+    const writes = along.map((write) => this.link.send(alongAckCommand(stream, group, write)));
+    const [count] = await Promise.all([acked, ...writes]);
+    return Number(count);
   }
 
   async autoClaim(
@@ -200,5 +212,13 @@ export class RedisLoopCommands implements LoopCommands {
     }
     const [granted, windowLeftMs] = reply as [number, number];
     return { granted: Number(granted), windowLeftMs: Math.max(1, Number(windowLeftMs)) };
+  }
+}
+
+/** The command of a write sent along an XACK. */
+function alongAckCommand(stream: string, group: string, write: AlongAck): string[] {
+  switch (write.kind) {
+    case 'dropCheckpoints':
+      return ['HDEL', checkpointKeyOf(stream, group), ...write.entryIds];
   }
 }

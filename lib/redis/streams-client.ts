@@ -3,6 +3,7 @@ import { CommandLink, DEFAULT_COMMAND_DEADLINE_MS } from './command-link';
 import type { ConnectionMonitor } from './connection-monitor';
 import { RedisLifecycleClient, type LifecycleClient } from './lifecycle-client';
 import { RedisLoopCommands } from './loop-commands';
+import { RedisEntryCheckpoints } from './entry-checkpoints';
 import { RedisGroupPauses } from './group-pauses';
 import { ParkedReads } from './parked-reads';
 import {
@@ -92,6 +93,8 @@ export class RedisStreamsClient implements StreamsClient, DurableWrites, Browsin
   private readonly queries: StreamQueries;
   /** The pause switch of groups (docs/operations.md "Pausing a group"), on this link. */
   readonly pauses: RedisGroupPauses;
+  /** Checkpoints of entries (docs/delivery.md "Checkpoints"), on this link. */
+  readonly checkpoints: RedisEntryCheckpoints;
   private readonly reconnectListeners = new Set<() => void>();
   /** Why the connection is down, if it is: command errors name the cause and the address. */
   readonly link: ConnectionMonitor;
@@ -113,6 +116,7 @@ export class RedisStreamsClient implements StreamsClient, DurableWrites, Browsin
     this.commands = new RedisLoopCommands(this.commandLink, this.queries);
     this.writes = new RedisStreamWrites(this.commandLink);
     this.pauses = new RedisGroupPauses(this.commandLink, isCluster(redis));
+    this.checkpoints = new RedisEntryCheckpoints(this.commandLink);
   }
 
   /**

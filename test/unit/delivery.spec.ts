@@ -2,6 +2,7 @@
 import { AckBuffer } from '../../lib/consumer/ack-buffer';
 import type { EntryHandler, EntryTracing } from '../../lib/consumer/consumer.types';
 import { DeadLetterPath } from '../../lib/consumer/dead-letter-path';
+import { Checkpoints } from '../../lib/consumer/checkpoints';
 import { Delivery, type InHand } from '../../lib/consumer/delivery';
 import { HandlerRunner } from '../../lib/consumer/handler-runner';
 import { Heartbeat } from '../../lib/consumer/heartbeat';
@@ -44,6 +45,7 @@ function setUp(
     runner,
     settlement,
     acks,
+    checkpoints: new Checkpoints(loop.context, undefined),
     limiter: NO_RATE_LIMIT,
     retries: scheduler,
     pace: { delivered: () => void delivered++ },
