@@ -2,6 +2,9 @@ import { sleep } from './backoff';
 import type { LoopContext } from './loop.types';
 import type { PauseProbe } from './pause-watch';
 
+/** How early a loop may come back and still read the flag (a shared read's own slack). */
+const DUE_SLACK_MS = 5;
+
 /**
  * Holds the loop while its group is paused on its stream (docs/operations.md "Pausing a group").
  * The flag is read every `claimIntervalMs` (one MGET shared by the loops of the group name, see
@@ -30,9 +33,18 @@ export class PauseGate {
     return this.ports.probe.readAt + this.context.options.claimIntervalMs;
   }
 
-  /** True when the flag is due to be read. */
+  /**
+   * True when the flag is due to be read. A shared read hands a loop back up to a few ms before
+   * the instant it asked for; that counts as reached, or the loop would park again for those ms
+   * and come back alone.
+   */
   due(): boolean {
-    return this.context.now() >= this.nextAt;
+    return this.context.now() >= this.nextAt - this.slackMs;
+  }
+
+  /** {@link DUE_SLACK_MS}, at most a tenth of the interval. */
+  private get slackMs(): number {
+    return Math.min(DUE_SLACK_MS, Math.floor(this.context.options.claimIntervalMs / 10));
   }
 
   /** True while the group is paused (as last read). */
@@ -47,7 +59,9 @@ export class PauseGate {
   async holds(): Promise<boolean> {
     const { context } = this;
     if (this.due()) {
-      const paused = await this.ports.probe.isPaused(context.options.claimIntervalMs);
+      const paused = await this.ports.probe.isPaused(
+        context.options.claimIntervalMs - this.slackMs,
+      );
       if (paused !== this.paused) {
         context.logger.log(
           paused
