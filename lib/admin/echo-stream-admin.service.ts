@@ -85,6 +85,52 @@ export class EchoStreamAdmin {
   }
 
   /**
+   * Pauses `group` on `stream` for every process (docs/operations.md "Pausing a group"): within
+   * `claimIntervalMs` each loop of that group on that stream stops reading, sweeping and claiming
+   * (entries in hand finish, waiting retries keep waiting, nothing is released), and shows
+   * `paused` in `ConsumerStats`. Persistent: a key in Redis, in the stream's hash slot, that
+   * stays until {@link resume}, across restarts. Pausing a paused group changes nothing.
+   * @throws TypeError (as a rejection, nothing done) on a bad argument.
+   */
+  async pause(stream: string, group: string): Promise<void> {
+    checkGroupArgs('pause', stream, group);
+    if (!(await this.isPaused(stream, group)))
+      await this.connections.client.pauses.pause(stream, group, Date.now());
+    this.logger.log(`Paused group ${stream}/${group}`);
+  }
+
+  /**
+   * Resumes `group` on `stream`: its loops read again within `claimIntervalMs`.
+   * @returns `false` when it was not paused.
+   * @throws TypeError (as a rejection, nothing done) on a bad argument.
+   */
+  async resume(stream: string, group: string): Promise<boolean> {
+    checkGroupArgs('resume', stream, group);
+    const was = await this.connections.client.pauses.resume(stream, group);
+    if (was) this.logger.log(`Resumed group ${stream}/${group}`);
+    return was;
+  }
+
+  /**
+   * Whether `group` is paused on `stream` (one GET; what every loop of it reads within
+   * `claimIntervalMs`).
+   * @throws TypeError (as a rejection) on a bad argument.
+   */
+  async isPaused(stream: string, group: string): Promise<boolean> {
+    return (await this.pausedSince(stream, group)) !== null;
+  }
+
+  /**
+   * Since when `group` is paused on `stream`; `null` when it is not.
+   * @throws TypeError (as a rejection) on a bad argument.
+   */
+  async pausedSince(stream: string, group: string): Promise<Date | null> {
+    checkGroupArgs('pausedSince', stream, group);
+    const [since] = await this.connections.client.pauses.pausedSince([{ stream, group }]);
+    return since === null || since === undefined ? null : new Date(since);
+  }
+
+  /**
    * Re-publishes dead letters of `stream` to it, oldest first: each is appended (XADD) with its
    * original fields (the branded `id` field kept, so consumers can dedup) minus every `dlq_*`
    * field, THEN deleted (XDEL) from the dead-letter stream. Copy before delete: a crash between the
@@ -308,6 +354,14 @@ function toEntry(
     id: fields[ID_FIELD],
     fields,
   };
+}
+
+function checkGroupArgs(method: string, stream: unknown, group: unknown): void {
+  const where = `EchoStreamAdmin.${method}()`;
+  if (typeof stream !== 'string' || stream.length === 0)
+    throw new TypeError(`${where}: stream must be a non-empty string, got ${describe(stream)}`);
+  if (typeof group !== 'string' || group.length === 0)
+    throw new TypeError(`${where}: group must be a non-empty string, got ${describe(group)}`);
 }
 
 function checkArgs(

@@ -110,7 +110,18 @@ export const COMMANDS: Record<string, CommandSpec> = {
         ctx.client.groups(stream),
       ]);
       const inspected = await Promise.all(
-        groups.map(async (g) => ({ group: g.name, ...(await ctx.stats.inspect(stream, g.name)) })),
+        groups.map(async (g) => {
+          const [inspection, pausedSince] = await Promise.all([
+            ctx.stats.inspect(stream, g.name),
+            ctx.admin.pausedSince(stream, g.name),
+          ]);
+          return {
+            group: g.name,
+            ...inspection,
+            paused: pausedSince !== null,
+            pausedSince: pausedSince?.toISOString() ?? null,
+          };
+        }),
       );
       if (ctx.json) return ctx.out(JSON.stringify({ stream, length, groups: inspected }));
       ctx.out(`stream ${safeText(stream)}: ${length} entries, ${groups.length} group(s)`);
@@ -129,6 +140,9 @@ export const COMMANDS: Record<string, CommandSpec> = {
           ['CONSUMERS', 'PENDING', 'LAG', 'OLDEST PENDING', 'DEAD LETTERS'],
         ),
       );
+      for (const g of inspected.filter((each) => each.pausedSince !== null)) {
+        ctx.out(`group ${safeText(g.group)} is paused since ${g.pausedSince}`);
+      }
       const consumers = inspected.flatMap((g) =>
         g.consumers.map((c) => [g.group, c.name, c.pending, duration(c.idleMs)]),
       );
@@ -238,6 +252,52 @@ export const COMMANDS: Record<string, CommandSpec> = {
       const redriven = limit === 0 ? 0 : await ctx.admin.redrive(stream, { group, count: limit });
       if (ctx.json) return ctx.out(JSON.stringify({ stream, redriven }));
       ctx.out(`moved ${redriven} ${letters(redriven)} back to ${safeText(stream)}`);
+    },
+  },
+
+  pause: {
+    usage: 'pause <stream> <group>',
+    summary:
+      "stops every process's loops of the group on the stream from reading and starting entries, until resumed",
+    options: [],
+    positionals: ['stream', 'group'],
+    example: 'echo-stream pause orders billing',
+    details: [
+      '',
+      'Within claimIntervalMs each loop of the group on the stream stops reading, sweeping and',
+      'claiming: entries in hand finish, waiting retries keep waiting, nothing is released. It',
+      'lasts (a key in Redis) until `echo-stream resume`, across restarts.',
+    ],
+    async run(ctx, { positionals: [stream, group] }) {
+      await requireStream(ctx, stream);
+      if (!(await ctx.client.groups(stream)).some((g) => g.name === group)) {
+        throw new CliError(`no group '${group}' on stream '${stream}'`);
+      }
+      const was = await ctx.admin.isPaused(stream, group);
+      if (!was) await ctx.admin.pause(stream, group);
+      if (ctx.json) return ctx.out(JSON.stringify({ stream, group, paused: true, was }));
+      ctx.out(
+        was
+          ? `group ${safeText(group)} on ${safeText(stream)} was already paused`
+          : `paused group ${safeText(group)} on ${safeText(stream)}`,
+      );
+    },
+  },
+
+  resume: {
+    usage: 'resume <stream> <group>',
+    summary: 'lets the loops of a paused group read again (within claimIntervalMs)',
+    options: [],
+    positionals: ['stream', 'group'],
+    example: 'echo-stream resume orders billing',
+    async run(ctx, { positionals: [stream, group] }) {
+      const was = await ctx.admin.resume(stream, group);
+      if (ctx.json) return ctx.out(JSON.stringify({ stream, group, paused: false, was }));
+      ctx.out(
+        was
+          ? `resumed group ${safeText(group)} on ${safeText(stream)}`
+          : `group ${safeText(group)} on ${safeText(stream)} was not paused`,
+      );
     },
   },
 

@@ -1,6 +1,19 @@
-import type { StreamsClient } from '../redis/stream-roles';
+import type { AlongAck, StreamsClient } from '../redis/stream-roles';
 import type { HandlerErrors, LoopContext } from './loop.types';
 import { NO_RECORDS, type AckRecordSource } from './ack-records';
+
+/** Something with writes to send along the XACK of some entries (checkpoints dropped, ...). */
+export interface AlongAckSource {
+  alongAck(ids: readonly string[]): AlongAck | null;
+}
+
+/** What an ack carries besides the XACK. */
+export interface AckWrites {
+  /** `dedup` / `newerWins` records, written in the same script call as the XACK. */
+  records?: Pick<AckRecordSource, 'recordsOf' | 'forget'>;
+  /** Writes sent right behind the XACK, in its round trip. */
+  along?: readonly AlongAckSource[];
+}
 
 /**
  * Entries handled and waiting for their XACK. The loop sends them with its next read (one round
@@ -14,8 +27,14 @@ export class AckBuffer {
     private readonly context: Pick<LoopContext, 'stream' | 'group' | 'counters'>,
     private readonly client: Pick<StreamsClient, 'ack' | 'ackRecording'>,
     private readonly errors: Pick<HandlerErrors, 'forget'>,
-    private readonly records: Pick<AckRecordSource, 'recordsOf' | 'forget'> = NO_RECORDS,
-  ) {}
+    writes: AckWrites = {},
+  ) {
+    this.records = writes.records ?? NO_RECORDS;
+    this.along = writes.along ?? [];
+  }
+
+  private readonly records: Pick<AckRecordSource, 'recordsOf' | 'forget'>;
+  private readonly along: ReadonlyArray<AlongAckSource>;
 
   /** Handled entries: acked with the next send. */
   add(entryIds: readonly string[]): void {
@@ -52,11 +71,12 @@ export class AckBuffer {
    */
   async send(entryIds: string[]): Promise<void> {
     const { stream, group } = this.context;
+    const along = this.along.flatMap((each) => each.alongAck(entryIds) ?? []);
     const records = this.records.recordsOf(entryIds);
     if (records.length > 0 && this.client.ackRecording) {
-      await this.client.ackRecording(stream, group, entryIds, records);
+      await this.client.ackRecording(stream, group, entryIds, records, along);
     } else {
-      await this.client.ack(stream, group, entryIds);
+      await this.client.ack(stream, group, entryIds, along);
     }
     this.records.forget(entryIds);
     this.context.counters.acked(entryIds.length);

@@ -3,6 +3,7 @@ import type { DeadLetterMessage } from '../interfaces/dead-letter-message.interf
 import type { BatchAcks, StreamMessage } from '../interfaces/stream-message.interface';
 import type { StreamsClient } from '../redis/stream-roles';
 import type { BlockingReader } from './blocking-read';
+import type { PauseProbe } from './pause-watch';
 
 /** What the engine logs through; Nest's `Logger` fits, so does `console`. */
 export interface ConsumerLogger {
@@ -53,6 +54,12 @@ export interface StreamConsumerConfig {
   reader?: BlockingReader;
   /** `false`: `client` is shared and its owner closes it, not the loop's stop. @default true */
   ownsClient?: boolean;
+  /**
+   * The pause flag of the loop's group on its stream, read with the other loops of the group
+   * name (`PauseWatch.member`); absent: the loop reads it alone on `client`.
+   * @default undefined
+   */
+  pauses?: PauseProbe;
   /** Where in the sweep interval the loop's second sweep falls (0..1); absent: at random. */
   sweepPhase?: number;
   handler: EntryHandler;

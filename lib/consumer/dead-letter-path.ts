@@ -4,7 +4,7 @@ import type {
   DeadLetterMessage,
   DeadLetterReason,
 } from '../interfaces/dead-letter-message.interface';
-import type { StreamsClient } from '../redis/stream-roles';
+import type { AlongAck, StreamsClient } from '../redis/stream-roles';
 import type { ConsumerLogger, DeadLetterSink } from './consumer.types';
 import type { DeadLetterCandidate, LoopContext, LoopCounters } from './loop.types';
 
@@ -50,6 +50,10 @@ export class DeadLetterPath {
     context: LoopContext,
     private readonly client: Pick<StreamsClient, 'add' | 'ack'>,
     private readonly sink: DeadLetterSink,
+    /** Writes about an entry sent in the round trip of its XACK (its checkpoint dropped, ...). */
+    private readonly along: ReadonlyArray<{
+      alongAck(ids: readonly string[]): AlongAck | null;
+    }> = [],
   ) {
     const { stream, group, consumer, handlerName, options } = context;
     this.route = {
@@ -99,7 +103,9 @@ export class DeadLetterPath {
   }
 
   private async ack(entryId: string): Promise<void> {
-    await this.client.ack(this.route.stream, this.route.group, [entryId]);
+    const ids = [entryId];
+    const along = this.along.flatMap((each) => each.alongAck(ids) ?? []);
+    await this.client.ack(this.route.stream, this.route.group, ids, along);
     this.copied.delete(entryId);
     this.counters.deadLettered(1);
   }

@@ -2,6 +2,7 @@ import type { StreamMessage } from '../interfaces/stream-message.interface';
 import type { RawEntry } from '../redis/stream-roles';
 import type { AckBuffer } from './ack-buffer';
 import type { AckRecordSource } from './ack-records';
+import type { Checkpoints } from './checkpoints';
 import type { EntryTracing } from './consumer.types';
 import { triage } from './entry-triage';
 import type { HandlerRunner } from './handler-runner';
@@ -28,6 +29,8 @@ export interface DeliveryParts {
     'uncharge' | 'deleted' | 'deadLetter' | 'rejected' | 'failed' | 'release'
   >;
   readonly acks: Pick<AckBuffer, 'add'>;
+  /** Attaches `saveCheckpoint`, and redeliveries' `checkpoint`, to the messages of a read. */
+  readonly checkpoints: Pick<Checkpoints, 'attach'>;
   readonly limiter: Pick<StartLimiter, 'confirm'>;
   readonly retries: Pick<RetryScheduler, 'has'>;
   readonly pace: Pick<SweepPace, 'delivered'>;
@@ -97,13 +100,14 @@ export class Delivery {
       signal,
       isWaitingRetry: (id) => retries.has(id),
     });
-    let messages = read.fresh;
+    let messages = await this.parts.checkpoints.attach(read.fresh);
     let fields = read.freshFields;
     if (this.parts.skips !== undefined && messages.length > 0) {
-      const { run, skipped } = await this.parts.skips.filter(messages);
+      const all = messages;
+      const { run, skipped } = await this.parts.skips.filter(all);
       if (skipped.length > 0) {
         this.parts.acks.add(skipped);
-        messages = run.map((i) => read.fresh[i]);
+        messages = run.map((i) => all[i]);
         fields = run.map((i) => read.freshFields[i]);
       }
     }

@@ -17,6 +17,9 @@ export interface TriageRules {
   isWaitingRetry(entryId: string): boolean;
 }
 
+/** A message as decoded, before its checkpoint is attached (`Checkpoints.attach`). */
+export type DecodedMessage<T = unknown> = Omit<StreamMessage<T>, 'checkpoint' | 'saveCheckpoint'>;
+
 /** One read, sorted. Dead-letter candidates carry no handler error yet (`error` undefined). */
 export interface TriagedRead {
   /** Retries waiting for their time that the read took again (a drain, our own reclaim). */
@@ -28,7 +31,7 @@ export interface TriagedRead {
   /** Entries the codec cannot read; `error` says why. */
   undecodable: DeadLetterCandidate[];
   /** The messages for the handler, in read order. */
-  fresh: StreamMessage<unknown>[];
+  fresh: DecodedMessage[];
   /** The raw fields of each fresh message (same order), for trace context. */
   freshFields: Array<readonly string[]>;
 }

@@ -1,6 +1,7 @@
 import { AckBuffer } from './ack-buffer';
 import { AckRecords } from './ack-records';
 import { OwnConnectionRead } from './blocking-read';
+import { Checkpoints } from './checkpoints';
 import { ConsumerCounters } from './consumer-counters';
 import type { StreamConsumerConfig } from './consumer.types';
 import { DeadLetterPath } from './dead-letter-path';
@@ -10,6 +11,8 @@ import { Heartbeat } from './heartbeat';
 import { LoopHealth } from './loop-health';
 import type { LoopContext } from './loop.types';
 import { ParkedRead } from './parked-read';
+import { PauseGate } from './pause-gate';
+import { NEVER_PAUSED, PauseWatch } from './pause-watch';
 import { PelSweep } from './pel-sweep';
 import { rateLimiterFor, type StartLimiter } from './rate-limiter';
 import { ReadAhead } from './read-ahead';
@@ -33,6 +36,8 @@ export interface LoopParts {
   readonly limiter: StartLimiter;
   /** When the next sweep is due. */
   readonly pace: SweepPace;
+  /** Holds the beat while the group is paused on the stream. */
+  readonly pause: PauseGate;
   /** Keeps held entries claimed. */
   readonly heartbeat: Heartbeat;
   /** Handled entries waiting for their XACK. */
@@ -78,7 +83,10 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
   // dedup / newerWins: a filter before the handler, records written with the XACK; none when off
   const skipRules = skipRulesOf(options);
   const runner = new HandlerRunner(context, handler, skipRules?.keyOf);
-  const deadLetters = new DeadLetterPath(context, client, config.deadLetters);
+  const checkpoints = new Checkpoints(context, client.checkpoints);
+  // a dead letter or a deleted entry leaves with its checkpoint, known here or not
+  const exits = { alongAck: (ids: readonly string[]) => checkpoints.alongExit(ids) };
+  const deadLetters = new DeadLetterPath(context, client, config.deadLetters, [exits]);
   const scheduler = new RetryScheduler(context);
   const limiter = rateLimiterFor(options.rateLimit, client, stream, group, {
     signal: stopSwitch.signal,
@@ -86,13 +94,21 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
   });
   const pace = new SweepPace(options.claimIntervalMs, options.minIdleMs, now, config.sweepPhase);
   const health = new LoopHealth(context, client);
+
   const heartbeat = new Heartbeat(context, client);
   heartbeat.keep('retries', scheduler.held);
   const records = skipRules ? new AckRecords(skipRules) : undefined;
   const skips = skipRules ? new SkipFilter(context, client, skipRules) : undefined;
-  const acks = new AckBuffer(context, client, runner, records);
+  const acks = new AckBuffer(context, client, runner, { records, along: [checkpoints] });
+  const pause = new PauseGate(context, {
+    probe:
+      config.pauses ??
+      (client.pauses ? new PauseWatch(client.pauses, group, now).member(stream) : NEVER_PAUSED),
+    acks,
+  });
   const settlement = new Settlement(context, {
     client,
+    along: [exits],
     deadLetters,
     heartbeat,
     retries: scheduler,
@@ -102,6 +118,7 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
     runner,
     settlement,
     acks,
+    checkpoints,
     limiter,
     retries: scheduler,
     pace,
@@ -156,6 +173,7 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
     health,
     limiter,
     pace,
+    pause,
     heartbeat,
     acks,
     delivery,

@@ -1,5 +1,5 @@
 import type { DeadLetterReason } from '../interfaces/dead-letter-message.interface';
-import type { RawEntry, StreamsClient } from '../redis/stream-roles';
+import type { AlongAck, RawEntry, StreamsClient } from '../redis/stream-roles';
 import type { DeadLetterPath } from './dead-letter-path';
 import type { Heartbeat } from './heartbeat';
 import type {
@@ -18,6 +18,8 @@ export interface SettlementParts {
   readonly heartbeat: Pick<Heartbeat, 'hold' | 'drop'>;
   readonly retries: Pick<RetryScheduler, 'route'>;
   readonly errors: Pick<HandlerErrors, 'lastErrorOf'>;
+  /** Writes about entries sent along the XACK of deleted ones (their checkpoints dropped, ...). */
+  readonly along?: ReadonlyArray<{ alongAck(ids: readonly string[]): AlongAck | null }>;
 }
 
 /**
@@ -37,7 +39,8 @@ export class Settlement {
   /** Pending entries deleted from the stream: acked and counted, nothing to handle. */
   async deleted(ids: readonly string[]): Promise<void> {
     const { stream, group, where, counters, logger } = this.context;
-    await this.parts.client.ack(stream, group, ids);
+    const along = (this.parts.along ?? []).flatMap((each) => each.alongAck(ids) ?? []);
+    await this.parts.client.ack(stream, group, ids, along);
     counters.deleted(ids.length);
     logger.warn(
       `${where}: ${ids.length} pending entries were deleted from the stream (${ids.join(', ')}); acked, nothing to handle`,

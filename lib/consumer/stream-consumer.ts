@@ -91,14 +91,17 @@ export class StreamConsumer {
    * PEL when needed; sweep when due; claim due retries; then read new entries and handle them.
    */
   private async beat(): Promise<void> {
-    const { context, health, pace, pel, retries, acks, readAhead, delivery } = this.loop;
+    const { context, health, pace, pause, pel, retries, acks, readAhead, delivery } = this.loop;
     // Redis answered a step of this beat before the read (evidence enough to show 'running')
     let answered = false;
-    if (readAhead.inFlight && (health.mustPrepare || pace.due())) {
-      // settle what was read ahead before a PEL drain (it would read them again) or a sweep
+    if (readAhead.inFlight && (health.mustPrepare || pace.due() || pause.due())) {
+      // settle what was read ahead before a PEL drain (it would read them again), a sweep or a
+      // pause (entries in hand finish)
       const entries = await readAhead.take();
       if (entries.length > 0) await delivery.process(entries, null);
     }
+    // a paused group: nothing read, swept or claimed until it is resumed
+    if (await pause.holds()) return;
     if (health.needsGroup) {
       await health.createGroup();
       answered = true;
@@ -159,17 +162,17 @@ export class StreamConsumer {
   }
 
   /**
-   * Parks a read of up to `count` new entries. It waits no longer than until the next sweep or
-   * the next retry is due (or, rate limited, than its starts stay good); no single park outlasts
+   * Parks a read of up to `count` new entries. It waits no longer than until the next sweep, the
+   * next read of the pause flag or the next retry is due (or, rate limited, than its starts stay good); no single park outlasts
    * `blockMs`. Recovering, it comes back after one park, so the read that proves Redis healthy
    * again ends the backoff streak (and says so) at once: a shared read may wait across rounds.
    */
   private park(count: number): Promise<RawEntry[]> {
-    const { context, retries, pace, limiter, health, parked } = this.loop;
+    const { context, retries, pace, pause, limiter, health, parked } = this.loop;
     const { blockMs } = context.options;
     const now = context.now();
     const retryDueAt = retries.nextDueAt();
-    let wait = Math.max(1, Math.min(pace.nextAt, retryDueAt) - now);
+    let wait = Math.max(1, Math.min(pace.nextAt, retryDueAt, pause.nextAt) - now);
     wait = Math.min(wait, limiter.validForMs());
     if (health.recovering) wait = Math.min(wait, blockMs);
     return parked.read(count, wait, blockMs, retryDueAt - now);

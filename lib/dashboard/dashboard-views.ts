@@ -37,6 +37,11 @@ export interface GroupView {
   group: string;
   /** The state of this app's loop for the group; `null` when the app runs none. */
   state: ConsumerState | null;
+  /**
+   * Since when the group is paused on the stream (ISO 8601; `EchoStreamAdmin.pause`), for every
+   * process; `null` when it is not.
+   */
+  pausedSince: string | null;
   /** `'Class.method'` of this app's handler, when it runs one. */
   handler: string | null;
   consumers: GroupConsumerInfo[];

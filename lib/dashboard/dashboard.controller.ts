@@ -114,6 +114,28 @@ export class DashboardController {
     return this.dashboard.redrive(parseName(stream, 'stream'), parseRedriveBody(body));
   }
 
+  @Post('api/streams/:stream/groups/:group/pause')
+  @HttpCode(200)
+  pause(
+    @Param('stream') stream: string,
+    @Param('group') group: string,
+    @Headers() headers: RequestHeaders,
+  ) {
+    this.assertMutable(headers);
+    return this.dashboard.setPaused(parseName(stream, 'stream'), parseName(group, 'group'), true);
+  }
+
+  @Post('api/streams/:stream/groups/:group/resume')
+  @HttpCode(200)
+  resume(
+    @Param('stream') stream: string,
+    @Param('group') group: string,
+    @Headers() headers: RequestHeaders,
+  ) {
+    this.assertMutable(headers);
+    return this.dashboard.setPaused(parseName(stream, 'stream'), parseName(group, 'group'), false);
+  }
+
   @Post('api/streams/:stream/dead-letters/delete')
   @HttpCode(200)
   delete(

@@ -129,6 +129,28 @@ export class DashboardService {
     return { stream, length, entries: out.entries, next: out.next };
   }
 
+  /**
+   * Pauses or resumes `group` on `stream` for every process through `EchoStreamAdmin`
+   * (docs/operations.md "Pausing a group"); the group must exist.
+   */
+  async setPaused(
+    stream: string,
+    group: string,
+    paused: boolean,
+  ): Promise<{ stream: string; group: string; paused: boolean }> {
+    this.assertKnown(stream);
+    const groups = await this.read(stream, () => this.connections.client.groups(stream));
+    if (!groups.some((g) => g.name === group)) {
+      throw new NotFoundException(`stream '${stream}' has no group '${group}'`);
+    }
+    await this.read(stream, async () => {
+      if (paused) await this.admin.pause(stream, group);
+      else await this.admin.resume(stream, group);
+    });
+    this.logger.log(`Dashboard ${paused ? 'paused' : 'resumed'} group '${group}' on '${stream}'`);
+    return { stream, group, paused };
+  }
+
   /** Redrives dead letters through `EchoStreamAdmin.redrive` (copy before delete). */
   async redrive(stream: string, body: RedriveBody): Promise<{ stream: string; redriven: number }> {
     this.assertKnown(stream);
@@ -158,8 +180,13 @@ export class DashboardService {
       const counters = groups.length > 0 ? await client.browser().counters(stream) : undefined;
       const letters = groups.length > 0 ? await this.deadLetterCounts(stream) : undefined;
       const streamIn = this.rates.rateOf(`${stream}\u0000in`, counters?.entriesAdded ?? null, now);
+      // one MGET for the pause flags of every group of the stream (they share its hash slot)
+      const pausedSince = await client.pauses.pausedSince(
+        groups.map(({ name }) => ({ stream, group: name })),
+      );
       const views = await Promise.all(
-        groups.map(async ({ name, lastDeliveredId }): Promise<GroupView> => {
+        groups.map(async ({ name, lastDeliveredId }, index): Promise<GroupView> => {
+          const since = pausedSince[index];
           const inspection = await this.stats.inspect(stream, name);
           const loop = loops.find((l) => l.stream === stream && l.group === name);
           // this app's loop counts its own rates; for any other group, the stream's entries
@@ -176,6 +203,8 @@ export class DashboardService {
           return {
             group: name,
             state: loop?.state ?? null,
+            pausedSince:
+              since === null || since === undefined ? null : new Date(since).toISOString(),
             handler: loop?.handler ?? null,
             lastDeliveredId,
             ...inspection,

@@ -1,5 +1,12 @@
 /** Lifecycle state of one handler loop. */
-export type ConsumerState = 'starting' | 'running' | 'degraded' | 'stopping' | 'stopped';
+export type ConsumerState =
+  | 'starting'
+  | 'running'
+  /** Its group is paused on its stream (`EchoStreamAdmin.pause`): it reads and starts nothing. */
+  | 'paused'
+  | 'degraded'
+  | 'stopping'
+  | 'stopped';
 
 /** Live figures of one handler loop, read from counters the loop owns. */
 export interface ConsumerSnapshot {

@@ -16,6 +16,18 @@ export interface StreamMessage<T = unknown> {
   readonly attempts: number;
   /** Aborted when the application shuts down. */
   readonly signal: AbortSignal;
+  /**
+   * The last value `saveCheckpoint` stored for this entry in an earlier delivery (a retry, or a
+   * reclaim after a crash, in any process); `undefined` on a first delivery or when none was
+   * saved. See docs/delivery.md "Checkpoints".
+   */
+  readonly checkpoint?: unknown;
+  /**
+   * Stores `value` (JSON) for this entry, so its next delivery resumes from it (`checkpoint`);
+   * the record goes away with the entry's XACK or dead letter. One HSET per call.
+   * See docs/delivery.md "Checkpoints".
+   */
+  saveCheckpoint(value: unknown): Promise<void>;
 }
 
 /** What a batch-mode handler returns: the messages (or entry ids) to acknowledge. */

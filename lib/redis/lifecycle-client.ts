@@ -14,11 +14,7 @@ export interface GroupFloorInfo {
 export type DeleteConsumerOutcome = 'deleted' | 'has-pending' | 'active' | 'gone';
 
 /**
-<<<<<<< HEAD
  * The Redis commands of retention, archive, history and consumer cleanup (docs/operations.md). The
-=======
- * The Redis commands of retention, archive, history and consumer cleanup. The
->>>>>>> i-redis
  * lifecycle collaborators depend on this interface only.
  */
 export interface LifecycleClient {

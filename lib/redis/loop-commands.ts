@@ -8,7 +8,9 @@ import {
 } from './skip-records.script';
 import { isBusyGroupError, isNoScriptError, isOomError } from './redis-errors';
 import { parseEntry } from './reply-shapes';
+import { checkpointKeyOf } from './entry-checkpoints';
 import type {
+  AlongAck,
   AutoClaimPage,
   LoopCommands,
   PendingQuery,
@@ -56,9 +58,28 @@ export class RedisLoopCommands implements LoopCommands {
     }
   }
 
-  async ack(stream: string, group: string, ids: readonly string[]): Promise<number> {
+  async ack(
+    stream: string,
+    group: string,
+    ids: readonly string[],
+    along: readonly AlongAck[] = [],
+  ): Promise<number> {
     if (ids.length === 0) return 0;
-    return Number(await this.link.send(['XACK', stream, group, ...ids]));
+    return this.withAlong(stream, group, this.link.send(['XACK', stream, group, ...ids]), along);
+  }
+
+  /** `acked` (an XACK, or the script of one), with `along` sent right behind it. */
+  private async withAlong(
+    stream: string,
+    group: string,
+    acked: Promise<unknown>,
+    along: readonly AlongAck[],
+  ): Promise<number> {
+    if (along.length === 0) return Number(await acked);
+    // sent right behind the XACK on the same connection: one round trip for all of them
+    const writes = along.map((write) => this.link.send(alongAckCommand(stream, group, write)));
+    const [count] = await Promise.all([acked, ...writes]);
+    return Number(count);
   }
 
   async autoClaim(
@@ -215,8 +236,9 @@ export class RedisLoopCommands implements LoopCommands {
     group: string,
     ids: readonly string[],
     records: readonly SkipRecord[],
+    along: readonly AlongAck[] = [],
   ): Promise<number> {
-    if (records.length === 0) return this.ack(stream, group, ids);
+    if (records.length === 0) return this.ack(stream, group, ids, along);
     const keys = [stream];
     const recordArgs: Array<string | number> = [];
     for (const record of records) {
@@ -229,14 +251,11 @@ export class RedisLoopCommands implements LoopCommands {
       }
     }
     const args = [keys.length, ...keys, group, ids.length, ...ids, ...recordArgs];
-    let reply: unknown;
-    try {
-      reply = await this.link.send(['EVALSHA', ACK_RECORDS_SHA, ...args]);
-    } catch (err) {
+    const acked = this.link.send(['EVALSHA', ACK_RECORDS_SHA, ...args]).catch((err: unknown) => {
       if (!isNoScriptError(err)) throw err;
-      reply = await this.link.send(['EVAL', ACK_RECORDS_SCRIPT, ...args]);
-    }
-    return Number(reply);
+      return this.link.send(['EVAL', ACK_RECORDS_SCRIPT, ...args]);
+    });
+    return this.withAlong(stream, group, acked, along);
   }
 
   async readRecords(
@@ -252,5 +271,13 @@ export class RedisLoopCommands implements LoopCommands {
     );
     const reply = (await this.link.send(['MGET', ...keys])) as unknown[];
     return reply.map((value) => (value === null || value === undefined ? null : String(value)));
+  }
+}
+
+/** The command of a write sent along an XACK. */
+function alongAckCommand(stream: string, group: string, write: AlongAck): string[] {
+  switch (write.kind) {
+    case 'dropCheckpoints':
+      return ['HDEL', checkpointKeyOf(stream, group), ...write.entryIds];
   }
 }

@@ -46,3 +46,14 @@ function slotStandIn(stream: string): string {
     }
   }
 }
+
+/**
+ * A key of the library's own next to `stream`, in its hash slot (so one MGET or pipeline per slot
+ * can name both on a Cluster): `stream` itself as the prefix when it has a hash tag
+ * (`{orders}:eu` -> `{orders}:eu<suffix>`), else the whole name as the tag
+ * (`orders` -> `{orders}<suffix>`); a name with a `}` but no tag gets a stand-in tag of its slot.
+ */
+export function slotKeyNextTo(stream: string, suffix: string): string {
+  if (hashTagOf(stream) !== undefined) return `${stream}${suffix}`;
+  return `{${slotStandIn(stream)}}${suffix}`;
+}

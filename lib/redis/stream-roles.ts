@@ -86,7 +86,16 @@ export interface ReplicatedWrite {
 export interface LoopCommands {
   /** XGROUP CREATE ... MKSTREAM; `false` when the group already existed (BUSYGROUP). */
   createGroup(stream: string, group: string, startId: string): Promise<boolean>;
-  ack(stream: string, group: string, ids: readonly string[]): Promise<number>;
+  /**
+   * XACK of `ids`; `along`: writes about acked entries sent right behind it, in the same round
+   * trip (a checkpoint dropped, ...).
+   */
+  ack(
+    stream: string,
+    group: string,
+    ids: readonly string[],
+    along?: readonly AlongAck[],
+  ): Promise<number>;
   autoClaim(
     stream: string,
     group: string,
@@ -163,6 +172,7 @@ export interface SkipRecords {
     group: string,
     ids: readonly string[],
     records: readonly SkipRecord[],
+    along?: readonly AlongAck[],
   ): Promise<number>;
   /** The records asked for, in one MGET: the branded id held, `null` for none. */
   readRecords(
@@ -278,6 +288,46 @@ export interface StreamQueries {
   config(parameter: string): Promise<string | null>;
 }
 
+/**
+ * The pause switch of a group on a stream (docs/operations.md "Pausing a group"): persistent, one
+ * key per stream and group in the stream's hash slot.
+ */
+export interface GroupPauses {
+  /** Pauses `group` on `stream` (SET), recording `at` (ms since the epoch). */
+  pause(stream: string, group: string, at: number): Promise<void>;
+  /** Resumes it (DEL); `false` when it was not paused. */
+  resume(stream: string, group: string): Promise<boolean>;
+  /**
+   * When each group was paused on its stream (`null`: not paused), in one MGET per hash slot.
+   */
+  pausedSince(targets: readonly PauseTarget[]): Promise<(number | null)[]>;
+}
+
+/**
+ * Checkpoints of entries (docs/delivery.md "Checkpoints"): a JSON value per entry a group works on,
+ * one hash per stream and group in the stream's hash slot.
+ */
+export interface EntryCheckpoints {
+  /** HSET of the entry's checkpoint. */
+  save(stream: string, group: string, entryId: string, json: string): Promise<void>;
+  /** HMGET of the entries' checkpoints (`null`: none), one round trip. */
+  read(stream: string, group: string, entryIds: readonly string[]): Promise<(string | null)[]>;
+}
+
+/**
+ * A write about acked entries sent in the round trip of their XACK (right behind it on the same
+ * connection): records that live as long as their entry is pending.
+ */
+export type AlongAck =
+  /** HDEL of the entries' checkpoints. */
+  { readonly kind: 'dropCheckpoints'; readonly entryIds: readonly string[] };
+
+/** A group on a stream, whose pause flag is read. */
+export interface PauseTarget {
+  readonly stream: string;
+  readonly group: string;
+}
+
 /** The client's own connection: its state, its reconnects, its end. */
 export interface ClientLink {
   /** Calls `listener` each time the connection is (re)established and ready. */
@@ -298,7 +348,12 @@ export interface ClientLink {
  * a small fake.
  */
 export interface StreamsClient
-  extends LoopCommands, BlockingReads, StreamWrites, StreamQueries, ClientLink {}
+  extends LoopCommands, BlockingReads, StreamWrites, StreamQueries, ClientLink {
+  /** The group's pause switch; a client without it (a test fake) is never paused. */
+  readonly pauses?: GroupPauses;
+  /** Checkpoints of entries; a client without it (a test fake) saves none. */
+  readonly checkpoints?: EntryCheckpoints;
+}
 
 /** One page of stream keys found by `SCAN ... TYPE stream`. */
 export interface StreamKeysPage {

@@ -3,6 +3,8 @@ import { CommandLink, DEFAULT_COMMAND_DEADLINE_MS } from './command-link';
 import type { ConnectionMonitor } from './connection-monitor';
 import { RedisLifecycleClient, type LifecycleClient } from './lifecycle-client';
 import { RedisLoopCommands } from './loop-commands';
+import { RedisEntryCheckpoints } from './entry-checkpoints';
+import { RedisGroupPauses } from './group-pauses';
 import { ParkedReads } from './parked-reads';
 import {
   createConnection,
@@ -34,6 +36,7 @@ export type {
   BlockingReads,
   ClientLink,
   ConsumerInfo,
+  GroupPauses,
   DurableWrites,
   GroupInfo,
   LoopCommands,
@@ -93,6 +96,10 @@ export class RedisStreamsClient
   private readonly commands: RedisLoopCommands;
   private readonly writes: StreamWrites & DurableWrites & IdempotentWrites;
   private readonly queries: StreamQueries;
+  /** The pause switch of groups (docs/operations.md "Pausing a group"), on this link. */
+  readonly pauses: RedisGroupPauses;
+  /** Checkpoints of entries (docs/delivery.md "Checkpoints"), on this link. */
+  readonly checkpoints: RedisEntryCheckpoints;
   private readonly reconnectListeners = new Set<() => void>();
   /** On a Cluster, once a loop listens: tells when the slot map changed. */
   private topology: TopologyWatch | undefined;
@@ -115,6 +122,8 @@ export class RedisStreamsClient
     this.queries = new RedisStreamQueries(this.commandLink);
     this.commands = new RedisLoopCommands(this.commandLink, this.queries);
     this.writes = new RedisStreamWrites(this.commandLink);
+    this.pauses = new RedisGroupPauses(this.commandLink, isCluster(redis));
+    this.checkpoints = new RedisEntryCheckpoints(this.commandLink);
   }
 
   /**

@@ -8,6 +8,7 @@ import {
 import { errorText } from '../codec/codecs';
 import type { ResolvedHandlerOptions } from '../config/handler-definitions';
 import type { DeadLetterSink, EntryHandler } from '../consumer/consumer.types';
+import { PauseWatchPool } from '../consumer/pause-watch';
 import { SharedReadPool } from '../consumer/shared-read-pool';
 import { StreamConsumer } from '../consumer/stream-consumer';
 import { EchoStreamConnections } from './echo-stream.connections';
@@ -37,6 +38,8 @@ interface SharedLoopLinks {
   commands: StreamsClient;
   /** The blocking reads, one per group (and Cluster slot). */
   reads: SharedReadPool;
+  /** The pause flags, one MGET per group (and Cluster slot) per `claimIntervalMs`. */
+  pauses: PauseWatchPool | undefined;
 }
 
 /**
@@ -109,8 +112,12 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
   }
 
   private openSharedLinks(): SharedLoopLinks {
+    const commands = this.connections.createCommandsClient();
     return {
-      commands: this.connections.createCommandsClient(),
+      commands,
+      pauses:
+        commands.pauses &&
+        new PauseWatchPool(commands.pauses, (stream) => this.connections.readPartitionOf(stream)),
       reads: new SharedReadPool({
         openReadClient: () => this.connections.createReadClient(),
         partitionOf: (stream) => this.connections.readPartitionOf(stream),
@@ -152,6 +159,7 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
         ? {
             client: this.shared.commands,
             reader: this.shared.reads.reader(definition.group, definition.stream),
+            pauses: this.shared.pauses?.probe(definition.group, definition.stream),
             ownsClient: false,
           }
         : { client: this.connections.createLoopClient() }),

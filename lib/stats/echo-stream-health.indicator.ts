@@ -9,7 +9,8 @@ import type {
 
 /**
  * A health indicator for @nestjs/terminus (an optional peer; this class does not import it):
- * healthy when every handler loop is `running` (no loops at all is healthy) and the shared Redis
+ * healthy when every handler loop is `running` or `paused` (an operator paused its group: the
+ * process is fine; no loops at all is healthy) and the shared Redis
  * connection (the producer's) is not down. While it is down the details carry `redis` (address,
  * cause) and each loop's `lastError` names the cause too.
  *
@@ -37,9 +38,9 @@ export class EchoStreamHealthIndicator {
 
   /**
    * Resolves `{ [key]: { status: 'up', consumers } }` (terminus's `HealthIndicatorResult`) when
-   * every loop is `running`.
+   * every loop is `running` or `paused`.
    * @param key the name of this indicator in the health report.
-   * @throws EchoStreamHealthError (as a rejection) when a loop is not `running` or the shared
+   * @throws EchoStreamHealthError (as a rejection) when a loop is neither `running` nor `paused`, or the shared
    *   connection is down; its `causes` is `{ [key]: { status: 'down', consumers, redis? } }`.
    */
   async isHealthy(key = 'echo-stream'): Promise<EchoStreamHealthResult> {
@@ -47,7 +48,7 @@ export class EchoStreamHealthIndicator {
       const { stream, group, consumer, handler, state, lastError } = loop.snapshot();
       return { stream, group, consumer, handler, state, lastError };
     });
-    const down = consumers.filter((c) => c.state !== 'running');
+    const down = consumers.filter((c) => c.state !== 'running' && c.state !== 'paused');
     const redis = this.connections?.sharedLinkStatus();
     const redisDown = redis?.state === 'down';
     if (down.length === 0 && !redisDown) return { [key]: { status: 'up', consumers } };

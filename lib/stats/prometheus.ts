@@ -147,6 +147,7 @@ const STATE_FAMILY = {
 const STATES = Object.keys({
   starting: true,
   running: true,
+  paused: true,
   degraded: true,
   stopping: true,
   stopped: true,

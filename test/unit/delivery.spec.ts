@@ -2,6 +2,7 @@
 import { AckBuffer } from '../../lib/consumer/ack-buffer';
 import type { EntryHandler, EntryTracing } from '../../lib/consumer/consumer.types';
 import { DeadLetterPath } from '../../lib/consumer/dead-letter-path';
+import { Checkpoints } from '../../lib/consumer/checkpoints';
 import { Delivery, type InHand } from '../../lib/consumer/delivery';
 import { HandlerRunner } from '../../lib/consumer/handler-runner';
 import { Heartbeat } from '../../lib/consumer/heartbeat';
@@ -44,6 +45,7 @@ function setUp(
     runner,
     settlement,
     acks,
+    checkpoints: new Checkpoints(loop.context, undefined),
     limiter: NO_RATE_LIMIT,
     retries: scheduler,
     pace: { delivered: () => void delivered++ },
@@ -191,6 +193,7 @@ describe('Delivery', () => {
     const entries = await fake.readGroup(S, G, C, 10, '>');
     const skipId = entries[1].entryId;
     const delivery = new Delivery(loop.context, {
+      checkpoints: new Checkpoints(loop.context, undefined),
       runner,
       settlement: new Settlement(loop.context, {
         client: fake,

@@ -16,6 +16,7 @@ function messages(n: number): StreamMessage<unknown>[] {
     payload: { i },
     attempts: 1,
     signal: new AbortController().signal,
+    saveCheckpoint: async () => undefined,
   }));
 }
 

@@ -59,6 +59,7 @@ describe('renderPrometheus', () => {
     expect(states).toEqual([
       `echo_stream_state{${LABELS},state="starting"} 0`,
       `echo_stream_state{${LABELS},state="running"} 0`,
+      `echo_stream_state{${LABELS},state="paused"} 0`,
       `echo_stream_state{${LABELS},state="degraded"} 1`,
       `echo_stream_state{${LABELS},state="stopping"} 0`,
       `echo_stream_state{${LABELS},state="stopped"} 0`,

@@ -17,6 +17,7 @@ function message(entryId: string, attempts: number): StreamMessage<unknown> {
     payload: {},
     attempts,
     signal: new AbortController().signal,
+    saveCheckpoint: async () => undefined,
   };
 }
 

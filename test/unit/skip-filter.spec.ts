@@ -24,6 +24,8 @@ function message(entryId: string, id: string, account = 'a'): StreamMessage<unkn
     payload: { account },
     attempts: 1,
     signal: new AbortController().signal,
+    checkpoint: undefined,
+    saveCheckpoint: () => Promise.resolve(),
   };
 }
 
@@ -141,7 +143,7 @@ describe('AckRecords + AckBuffer', () => {
     const store = new RecordStore();
     const rules = skipRulesOf({ dedup: true, newerWins: accountOf }) as SkipRules;
     const records = new AckRecords(rules);
-    const buffer = new AckBuffer(loop.context, store, { forget: () => undefined }, records);
+    const buffer = new AckBuffer(loop.context, store, { forget: () => undefined }, { records });
     const handled = [
       message('1-0', bid(1), 'a'),
       message('2-0', bid(2), 'a'),

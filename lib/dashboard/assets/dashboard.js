@@ -255,7 +255,7 @@
     return el('tr', { class: 'group-row' + (selected ? ' selected' : ''), 'data-group': key, 'data-stream': stream.stream, 'data-group-name': g.group },
       el('td', { class: 'indent' }),
       el('td', { 'data-field': 'group' }, g.group),
-      el('td', { 'data-field': 'state', class: g.state ? 'state-' + g.state : 'muted', title: g.handler || 'no handler of this app' }, g.state || 'external'),
+      el('td', { 'data-field': 'state', class: g.state ? 'state-' + g.state : 'muted', title: g.handler || 'no handler of this app' }, stateText(g)),
       el('td', { 'data-field': 'consumers' }, consumers || '—'),
       el('td', { class: 'num', 'data-field': 'tpsIn' }, rate(g.tpsIn)),
       el('td', { class: 'num', 'data-field': 'tpsOut' }, rate(g.tpsOut)),
@@ -264,8 +264,22 @@
       el('td', { class: 'num', 'data-field': 'pending' }, num(g.pending)),
       el('td', { class: 'num', 'data-field': 'oldestPending' }, duration(g.oldestPendingMs)),
       el('td', { class: 'num' + (g.deadLetters > 0 ? ' hot' : ''), 'data-field': 'deadLetters', title: 'dead letters of this group' }, letterCount(g.deadLetters, stream)),
-      el('td'),
+      el('td', { class: 'mutate' }, pauseButton(g)),
     );
+  }
+
+  /** The loop's state; a paused group this app runs no loop of (or whose loop has not seen it yet) says so too. */
+  function stateText(g) {
+    const state = g.state || 'external';
+    return g.pausedSince && g.state !== 'paused' ? state + ' (paused)' : state;
+  }
+
+  /** Pause or Resume, for every process of the group (shown only with readOnly: false). */
+  function pauseButton(g) {
+    const paused = g.pausedSince !== null && g.pausedSince !== undefined;
+    const button = el('button', { class: 'pause-toggle', 'data-action': paused ? 'resume' : 'pause', title: paused ? 'paused since ' + g.pausedSince : 'stop every process of this group from starting entries' }, paused ? 'Resume' : 'Pause');
+    button.type = 'button';
+    return button;
   }
 
   function renderOverview(data) {
@@ -484,7 +498,29 @@
     }
   }
 
+  async function setPaused(stream, group, action) {
+    try {
+      await postJson(streamPath(stream) + '/groups/' + encodeURIComponent(group) + '/' + action, {});
+      say((action === 'pause' ? 'Paused' : 'Resumed') + ' group ' + group + ' of ' + stream + ' (every process, within its claim interval)');
+    } catch (err) {
+      say((action === 'pause' ? 'Pause' : 'Resume') + ' failed: ' + (err.message || err), true);
+    }
+    await reloadAll();
+  }
+
   $('#overview tbody').addEventListener('click', (event) => {
+    const toggle = event.target.closest('button.pause-toggle');
+    if (toggle) {
+      const row = toggle.closest('tr');
+      if (readOnly || !row) return;
+      const { stream, groupName } = row.dataset;
+      const action = toggle.dataset.action;
+      const question = action === 'pause'
+        ? 'Pause group ' + showInvisible(groupName) + ' of ' + showInvisible(stream) + '? Every process stops starting its entries until it is resumed.'
+        : 'Resume group ' + showInvisible(groupName) + ' of ' + showInvisible(stream) + '?';
+      if (window.confirm(question)) setPaused(stream, groupName, action);
+      return;
+    }
     const row = event.target.closest('tr');
     if (!row || row.dataset.stream === undefined) return;
     if (row.dataset.groupName !== undefined) return select(row.dataset.stream, row.dataset.groupName);
