@@ -1,5 +1,5 @@
 import { Injectable, Logger, Optional } from '@nestjs/common';
-import { ID_FIELD, resolveCodec } from '../codec/codecs';
+import { resolveCodec } from '../codec/codecs';
 import { EchoStreamConnections } from '../runtime/echo-stream.connections';
 import { EchoStreamLifecycle } from '../runtime/echo-stream.lifecycle';
 import { EchoStreamOrchestrator } from '../runtime/echo-stream.orchestrator';
@@ -11,21 +11,15 @@ import type {
 } from '../interfaces/dead-letter-entry.interface';
 import type { HistoryEntry, HistoryOptions } from '../interfaces/lifecycle.interface';
 import { historyWindow, readHistory } from '../lifecycle/history-reader';
-import { compareEntryIds, entryIdMs } from '../codec/entry-id';
+import { compareEntryIds } from '../codec/entry-id';
+import { checkArgs, checkEntryIds, checkGroupArgs } from './admin-args';
+import { parseLetter, toEntry, type ParsedLetter } from './dead-letter-fields';
 import type { RawEntry } from '../redis/stream-roles';
 
 /** Entries read from a dead-letter stream per XRANGE. */
 const PAGE_SIZE = 100;
-/** Prefix of the fields the dead-letter path adds to a copied entry (reserved). */
-const DLQ_PREFIX = 'dlq_';
 /** Default `count` of `deadLetters()`. */
 const DEFAULT_LIST_COUNT = 100;
-
-/** A dead letter split into the path's `dlq_*` fields and the original fields. */
-interface ParsedLetter {
-  meta: Map<string, string>;
-  original: string[];
-}
 
 /**
  * Operations on dead letters and on the loops: list and redrive dead letters, and start/stop
@@ -316,101 +310,4 @@ export class EchoStreamAdmin {
       if (!(await visit(entry.entryId, letter))) return;
     }
   }
-}
-
-function parseLetter(flat: readonly string[]): ParsedLetter {
-  const meta = new Map<string, string>();
-  const original: string[] = [];
-  for (let i = 0; i + 1 < flat.length; i += 2) {
-    if (flat[i].startsWith(DLQ_PREFIX)) meta.set(flat[i], flat[i + 1]);
-    else original.push(flat[i], flat[i + 1]);
-  }
-  return { meta, original };
-}
-
-function toEntry(
-  deadLetterStream: string,
-  stream: string,
-  entryId: string,
-  letter: ParsedLetter,
-): DeadLetterEntry {
-  const { meta } = letter;
-  const fields: Record<string, string> = {};
-  for (let i = 0; i + 1 < letter.original.length; i += 2) {
-    fields[letter.original[i]] = letter.original[i + 1];
-  }
-  const attempts = Number(meta.get('dlq_attempts'));
-  const at = Date.parse(meta.get('dlq_at') ?? '');
-  return {
-    deadLetterStream,
-    entryId,
-    reason: meta.get('dlq_reason') ?? '',
-    stream: meta.get('dlq_stream') ?? stream,
-    group: meta.get('dlq_group') ?? '',
-    sourceEntryId: meta.get('dlq_entry_id') ?? '',
-    attempts: Number.isFinite(attempts) ? attempts : 0,
-    error: meta.get('dlq_error') || undefined,
-    at: new Date(Number.isNaN(at) ? entryIdMs(entryId) : at),
-    id: fields[ID_FIELD],
-    fields,
-  };
-}
-
-function checkGroupArgs(method: string, stream: unknown, group: unknown): void {
-  const where = `EchoStreamAdmin.${method}()`;
-  if (typeof stream !== 'string' || stream.length === 0)
-    throw new TypeError(`${where}: stream must be a non-empty string, got ${describe(stream)}`);
-  if (typeof group !== 'string' || group.length === 0)
-    throw new TypeError(`${where}: group must be a non-empty string, got ${describe(group)}`);
-}
-
-function checkArgs(
-  method: string,
-  stream: unknown,
-  options: RedriveOptions | DeadLetterQueryOptions,
-  defaultCount: number | undefined,
-): { group: string | undefined; count: number } {
-  const where = `EchoStreamAdmin.${method}()`;
-  if (typeof stream !== 'string' || stream.length === 0) {
-    throw new TypeError(`${where}: stream must be a non-empty string, got ${describe(stream)}`);
-  }
-  if (typeof options !== 'object' || options === null) {
-    throw new TypeError(`${where}: options must be an object, got ${describe(options)}`);
-  }
-  const { group, count } = options;
-  if (group !== undefined && (typeof group !== 'string' || group.length === 0)) {
-    throw new TypeError(
-      `${where}: option 'group' must be a non-empty string, got ${describe(group)}`,
-    );
-  }
-  if (
-    count !== undefined &&
-    (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 0)
-  ) {
-    throw new TypeError(`${where}: option 'count' must be an integer >= 0, got ${describe(count)}`);
-  }
-  return { group, count: count ?? defaultCount ?? Number.POSITIVE_INFINITY };
-}
-
-const ENTRY_ID = /^\d{1,20}-\d{1,20}$/;
-
-/** `undefined` stays `undefined` (no filter); otherwise an array of `<ms>-<seq>` ids. */
-function checkEntryIds(method: string, ids: unknown): string[] | undefined {
-  if (ids === undefined) return undefined;
-  const bad = Array.isArray(ids)
-    ? ids.find((id) => typeof id !== 'string' || !ENTRY_ID.test(id))
-    : ids;
-  if (!Array.isArray(ids) || bad !== undefined) {
-    throw new TypeError(
-      `EchoStreamAdmin.${method}(): entry ids must be '<ms>-<seq>' strings, got ${describe(bad)}`,
-    );
-  }
-  return ids as string[];
-}
-
-function describe(value: unknown): string {
-  if (typeof value === 'string') return `'${value}'`;
-  if (value === null || value === undefined) return String(value);
-  if (typeof value === 'object') return Array.isArray(value) ? 'an array' : 'an object';
-  return `${typeof value} ${String(value)}`;
 }

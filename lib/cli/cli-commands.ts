@@ -1,23 +1,10 @@
-import type { EchoStreamAdmin } from '../admin/echo-stream-admin.service';
-import type { StreamBrowsing, StreamsClient } from '../redis/stream-roles';
-import type { ConsumerStats } from '../stats/consumer-stats.service';
+import { letters, planRedrive, printPlan } from './redrive-plan';
+import type { CommandContext } from './command-context';
 import { fieldsToRecord } from '../codec/codecs';
 import { fieldsText } from '../codec/fields-text';
 import { duration, safeText, table } from './format';
 
-/** Everything a command may use: the library's services over one connection, and the output. */
-export interface CommandContext {
-  client: StreamsClient;
-  browser: StreamBrowsing;
-  admin: EchoStreamAdmin;
-  stats: ConsumerStats;
-  json: boolean;
-  out: (text: string) => void;
-  /** Aborted on Ctrl-C: `tail --follow` stops. */
-  signal: AbortSignal;
-  /** Asks `question` on the terminal (` [y/N]` added); true only on `y` or `yes`. */
-  confirm(question: string): Promise<boolean>;
-}
+export type { CommandContext } from './command-context';
 
 /** The options a command was given, already checked. */
 export interface CommandArgs {
@@ -369,63 +356,4 @@ async function requireStream(ctx: CommandContext, stream: string): Promise<void>
 
 function record(fields: readonly string[] | null): Record<string, string> | null {
   return fields === null ? null : fieldsToRecord(fields);
-}
-
-/** Ids a dry run lists (human output, --json). */
-const PLAN_IDS_SHOWN = 20;
-const PLAN_IDS_JSON = 100;
-/** Dead letters read per page while counting what a redrive would move. */
-const PLAN_PAGE = 500;
-
-/** What a redrive would move: how many, and the first dead-letter ids, oldest first. */
-interface RedrivePlan {
-  total: number;
-  entryIds: string[];
-}
-
-/**
- * Counts the letters `EchoStreamAdmin.redrive()` would move with the same group and count: the
- * dead letters of `stream` that hold original fields (it leaves the others in place).
- */
-async function planRedrive(
-  ctx: CommandContext,
-  stream: string,
-  group: string | undefined,
-  count: number | undefined,
-): Promise<RedrivePlan> {
-  const limit = count ?? Number.POSITIVE_INFINITY;
-  const plan: RedrivePlan = { total: 0, entryIds: [] };
-  let after: string | undefined;
-  while (plan.total < limit) {
-    const asked = Math.min(PLAN_PAGE, limit - plan.total);
-    const page = await ctx.admin.deadLetters(stream, { group, count: asked, after });
-    for (const letter of page) {
-      if (Object.keys(letter.fields).length === 0) continue;
-      plan.total++;
-      if (plan.entryIds.length < PLAN_IDS_JSON) plan.entryIds.push(letter.entryId);
-    }
-    if (page.length < asked) break;
-    after = page[page.length - 1].entryId;
-  }
-  return plan;
-}
-
-function printPlan(ctx: CommandContext, stream: string, plan: RedrivePlan): void {
-  if (ctx.json) {
-    const entryIds = plan.entryIds;
-    return ctx.out(
-      JSON.stringify({ stream, dryRun: true, wouldMove: plan.total, entryIds, moved: 0 }),
-    );
-  }
-  ctx.out(
-    `dry run: would move ${plan.total} ${letters(plan.total)} back to ${safeText(stream)}; moved 0`,
-  );
-  const shown = plan.entryIds.slice(0, PLAN_IDS_SHOWN);
-  shown.forEach((id) => ctx.out(`  ${id}`));
-  if (plan.total > shown.length) ctx.out(`  ... and ${plan.total - shown.length} more`);
-}
-
-/** `dead letter` or `dead letters`. */
-function letters(n: number): string {
-  return n === 1 ? 'dead letter' : 'dead letters';
 }

@@ -1,4 +1,5 @@
 import { resolveCodec } from '../codec/codecs';
+import { describeValue as describe } from '../config/describe-value';
 import type { StreamCodec } from '../interfaces/codec.interface';
 import type { PublishManyOptions } from '../interfaces/publish.interface';
 
@@ -147,12 +148,4 @@ function checkDurability(method: string, opts: PublishManyOptions): Durability |
   }
   if (replicas === undefined || replicas === 0) return undefined;
   return { replicas, timeoutMs: replicaTimeoutMs ?? DEFAULT_REPLICA_TIMEOUT_MS };
-}
-
-export function describe(value: unknown): string {
-  if (typeof value === 'string') return `'${value}'`;
-  if (value === null || value === undefined) return String(value);
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return 'an object';
-  return `${typeof value} ${String(value)}`;
 }

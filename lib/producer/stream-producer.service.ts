@@ -14,12 +14,12 @@ import { loadOtel } from '../tracing/otel-api';
 import { ProducerTracing } from '../tracing/producer-tracing';
 import { brandedId } from './branded-id';
 import { DurablePublishLink } from '../runtime/durable-publish-link';
+import { describeValue as describe } from '../config/describe-value';
 import { publishWithin } from './publish-deadline';
 import {
   checkIds,
   checkOptions,
   checkStream,
-  describe,
   PUBLISH_MANY_OPTION_NAMES,
   PUBLISH_OPTION_NAMES,
   type CheckedOptions,
