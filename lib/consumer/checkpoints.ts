@@ -1,5 +1,6 @@
 import { errorText } from '../codec/codecs';
 import type { StreamMessage } from '../interfaces/stream-message.interface';
+import { isReplyError } from '../redis/redis-errors';
 import type { AlongAck, EntryCheckpoints } from '../redis/stream-roles';
 import type { DecodedMessage } from './entry-triage';
 import type { LoopContext } from './loop.types';
@@ -14,6 +15,7 @@ import type { LoopContext } from './loop.types';
 export class Checkpoints {
   /** Entries with a record in Redis as far as this loop knows (saved here, or read). */
   private readonly recorded = new Set<string>();
+  private refusedBefore = false;
 
   constructor(
     private readonly context: Pick<LoopContext, 'stream' | 'group' | 'where' | 'logger'>,
@@ -72,7 +74,21 @@ export class Checkpoints {
     if (again.length === 0 || !this.store) return found;
     const { stream, group, where, logger } = this.context;
     const ids = again.map((m) => m.entryId);
-    const values = await this.store.read(stream, group, ids);
+    let values: ReadonlyArray<string | null | undefined>;
+    try {
+      values = await this.store.read(stream, group, ids);
+    } catch (err) {
+      // a refusal (an ACL without HMGET on the checkpoint keys) must not stop redeliveries
+      if (!isReplyError(err)) throw err;
+      if (!this.refusedBefore) {
+        this.refusedBefore = true;
+        logger.warn(
+          `${where}: checkpoints cannot be read (${errorText(err)}); redeliveries run without ` +
+            `them until the ACL allows HMGET on the checkpoint keys (docs/operations.md "Redis ACL")`,
+        );
+      }
+      return found;
+    }
     ids.forEach((entryId, i) => {
       const json = values[i];
       if (json === null || json === undefined) return;

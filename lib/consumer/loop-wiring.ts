@@ -103,7 +103,11 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
   const pause = new PauseGate(context, {
     probe:
       config.pauses ??
-      (client.pauses ? new PauseWatch(client.pauses, group, now).member(stream) : NEVER_PAUSED),
+      (client.pauses
+        ? new PauseWatch(client.pauses, group, now, (text) => context.logger.warn(text)).member(
+            stream,
+          )
+        : NEVER_PAUSED),
     acks,
   });
   const settlement = new Settlement(context, {

@@ -1,3 +1,5 @@
+import { errorText } from '../codec/codecs';
+import { isReplyError } from '../redis/redis-errors';
 import type { GroupPauses } from '../redis/stream-roles';
 
 /** What one loop asks of the pause switch of its group on its stream. */
@@ -22,11 +24,17 @@ export class PauseWatch {
   private flags = new Map<string, boolean>();
   private lastReadAt = Number.NEGATIVE_INFINITY;
   private reading: Promise<void> | null = null;
+  private refusedBefore = false;
 
+  /**
+   * @param warn told once when the server refuses the read (an ACL without `+mget` on the pause
+   *   keys): the loops then run as if not paused, and read again every interval.
+   */
   constructor(
     private readonly pauses: Pick<GroupPauses, 'pausedSince'>,
     private readonly group: string,
     private readonly now: () => number = Date.now,
+    private readonly warn: (text: string) => void = () => undefined,
   ) {}
 
   /** The probe of the loop on `stream`. */
@@ -57,6 +65,20 @@ export class PauseWatch {
         );
         this.flags = new Map(streams.map((stream, i) => [stream, since[i] !== null]));
         this.lastReadAt = startedAt;
+      } catch (err) {
+        // a connection failure fails the beat as any command does; a refusal would fail it for
+        // good, so the group runs unpaused (an upgrade must not stop loops under an older ACL)
+        if (!isReplyError(err)) throw err;
+        this.flags = new Map(streams.map((stream) => [stream, false]));
+        this.lastReadAt = startedAt;
+        if (!this.refusedBefore) {
+          this.refusedBefore = true;
+          this.warn(
+            `Pause flags of group '${this.group}' cannot be read (${errorText(err)}): pauses are ` +
+              `ignored by this process until the ACL allows MGET on its pause keys ` +
+              `(docs/operations.md "Redis ACL")`,
+          );
+        }
       } finally {
         this.reading = null;
       }
@@ -83,6 +105,7 @@ export class PauseWatchPool {
   constructor(
     private readonly pauses: Pick<GroupPauses, 'pausedSince'>,
     private readonly partitionOf: (stream: string) => string,
+    private readonly warn: (text: string) => void = () => undefined,
   ) {}
 
   /** The probe of the loop on `stream`/`group`. */
@@ -90,7 +113,7 @@ export class PauseWatchPool {
     const key = JSON.stringify([group, this.partitionOf(stream)]);
     let watch = this.watches.get(key);
     if (!watch) {
-      watch = new PauseWatch(this.pauses, group);
+      watch = new PauseWatch(this.pauses, group, Date.now, this.warn);
       this.watches.set(key, watch);
     }
     return watch.member(stream);

@@ -76,8 +76,12 @@ export class RedisLoopCommands implements LoopCommands {
     along: readonly AlongAck[],
   ): Promise<number> {
     if (along.length === 0) return Number(await acked);
-    // sent right behind the XACK on the same connection: one round trip for all of them
-    const writes = along.map((write) => this.link.send(alongAckCommand(stream, group, write)));
+    // sent right behind the XACK on the same connection: one round trip for all of them. Best
+    // effort: a refused or failed write (an ACL without HDEL on the checkpoint keys) leaves a
+    // record no delivery reads again (its entry is acked), and must not fail the ack itself
+    const writes = along.map((write) =>
+      this.link.send(alongAckCommand(stream, group, write)).catch(() => undefined),
+    );
     const [count] = await Promise.all([acked, ...writes]);
     return Number(count);
   }

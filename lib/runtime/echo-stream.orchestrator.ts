@@ -117,7 +117,11 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
       commands,
       pauses:
         commands.pauses &&
-        new PauseWatchPool(commands.pauses, (stream) => this.connections.readPartitionOf(stream)),
+        new PauseWatchPool(
+          commands.pauses,
+          (stream) => this.connections.readPartitionOf(stream),
+          (text) => this.logger.warn(text),
+        ),
       reads: new SharedReadPool({
         openReadClient: () => this.connections.createReadClient(),
         partitionOf: (stream) => this.connections.readPartitionOf(stream),

@@ -26,6 +26,7 @@ import { sleep, waitFor } from '../support/wait-for';
 import {
   RECOMMENDED_CONSUMER_ACL,
   REQUIRED_CONSUMER_ACL,
+  REQUIRED_CONSUMER_ACL_BEFORE_PAUSE,
   runAclScenario,
 } from './support/acl-scenario';
 import {
@@ -53,6 +54,7 @@ async function userWith(admin: Redis, user: string, rules: string[]): Promise<vo
     'on',
     '>pw',
     '~acl-orders*',
+    '~{acl-orders*',
     'resetchannels',
     '-@all',
     ...rules,
@@ -317,5 +319,32 @@ describe('the minimal ACL of a consumer app (scenario 15)', () => {
       'required ACL only',
       `close ${run.closeMs} ms; denied (handled) ${run.denied.join(' ')}`,
     );
+  });
+
+  it('an ACL from before pause and checkpoints (no MGET, HMGET, HDEL): everything still runs, pauses are ignored with one warning', async () => {
+    // Invariant: an upgrade under an older ACL must not stop a loop: the refused pause read means
+    // "not paused" (said once per group), a refused checkpoint read means "no checkpoint" (said
+    // once per loop), a refused HDEL along an ack leaves the ack itself alone.
+    const server = await RedisServer.start();
+    const admin = server.client();
+    await userWith(admin, 'consumer', [
+      ...REQUIRED_CONSUMER_ACL_BEFORE_PAUSE,
+      ...RECOMMENDED_CONSUMER_ACL,
+    ]);
+    const run = await runAclScenario(server, admin, 'consumer', 'pw');
+    expect(run.failedStage).toBeUndefined();
+    expect(run.stages).toEqual(['handled', 'reclaimed', 'dead-lettered', 'nothing pending']);
+    const problems = run.problems.filter(
+      (p) => !/deleted from the stream|Dead-lettered \(max_deliveries\)/.test(p),
+    );
+    expect(problems.filter((p) => /Pause flags of group .* cannot be read/.test(p))).toHaveLength(
+      1,
+    );
+    expect(problems.every((p) => /Pause flags of group|checkpoints cannot be read/.test(p))).toBe(
+      true,
+    );
+    expect(run.denied.every((d) => /^command:(mget|hmget|hdel)$/.test(d))).toBe(true);
+    expect(run.denied).toContain('command:mget');
+    report('ACL before pause', `denied (handled) ${[...new Set(run.denied)].join(' ')}`);
   });
 });

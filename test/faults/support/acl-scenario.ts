@@ -204,7 +204,17 @@ export const REQUIRED_CONSUMER_ACL = [
   '+xrange',
   // dead letters: the copy to `<stream>:dlq` (not needed with deadLetterStream: false)
   '+xadd',
+  // keys of the package's own in the stream's slot (`{<stream>}...`): the group's pause flag read
+  // every claimIntervalMs (MGET), a redelivery's checkpoint (HMGET), dropped with the ack (HDEL)
+  '+mget',
+  '+hmget',
+  '+hdel',
 ];
+
+/** The required rules before pause and checkpoints: what an app upgraded under an older ACL has. */
+export const REQUIRED_CONSUMER_ACL_BEFORE_PAUSE = REQUIRED_CONSUMER_ACL.filter(
+  (rule) => !['+mget', '+hmget', '+hdel'].includes(rule),
+);
 
 /** Rules whose absence is handled (fallback or silence), but that a consumer app should have. */
 export const RECOMMENDED_CONSUMER_ACL = [
