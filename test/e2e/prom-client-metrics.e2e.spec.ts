@@ -183,7 +183,7 @@ describe('metrics: { registry: register } (prom-client default registry)', () =>
       expect(
         scraped.filter((s) => s.name === 'echo_stream_state' && s.labels.group === 'billing'),
       ).toEqual(
-        ['starting', 'running', 'degraded', 'stopping', 'stopped'].map((state) => ({
+        ['starting', 'running', 'paused', 'degraded', 'stopping', 'stopped'].map((state) => ({
           name: 'echo_stream_state',
           labels: expect.objectContaining({ group: 'billing', state }) as unknown,
           value: state === 'running' ? 1 : 0,
