@@ -127,6 +127,8 @@ export class PrivateApt {
     try {
       await this.run('apt-get', ['-q', 'update', '--error-on=any']);
     } catch (err) {
+      if (err.code === 'ENOENT')
+        throw new ArchiveUnavailableError('apt-get not found: not a Debian system');
       // `Err:1 <uri> <suite> InRelease` then, indented, why (`Could not connect to ...`)
       const m = /^Err:\S*\s+(.*)\n\s+(.*)$/m.exec(err.output ?? '');
       const why = m ? `${m[1].trim()}: ${m[2].trim()}` : String(err.message).split('\n')[0];
