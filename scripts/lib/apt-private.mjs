@@ -17,30 +17,38 @@ const SOURCES_LIST = '/etc/apt/sources.list';
 
 /**
  * The Debian archive the machine's apt uses (not its security archive): `{ uri, signedBy }` from
- * the first `deb` entry of /etc/apt/sources.list.d/*.sources (deb822), *.list, or
- * /etc/apt/sources.list (one-line style).
+ * the first `deb` entry of /etc/apt/sources.list (one-line style), then
+ * /etc/apt/sources.list.d/*.sources (deb822) and *.list.
  */
 export function machineArchive() {
-  const entries = [];
-  let files = [];
+  let names = [];
   try {
-    files = fs
+    names = fs
       .readdirSync(SOURCES_DIR)
       .filter((f) => f.endsWith('.sources') || f.endsWith('.list'))
-      .sort()
-      .map((f) => path.join(SOURCES_DIR, f));
+      .sort();
   } catch {
     // no sources.list.d
   }
-  for (const file of [SOURCES_LIST, ...files]) {
-    let text;
+  const files = [];
+  for (const file of [SOURCES_LIST, ...names.map((f) => path.join(SOURCES_DIR, f))]) {
     try {
-      text = fs.readFileSync(file, 'utf8');
+      files.push({ path: file, text: fs.readFileSync(file, 'utf8') });
     } catch {
-      continue;
+      // absent or unreadable: not a source
     }
-    entries.push(...(file.endsWith('.sources') ? deb822Entries(text) : oneLineEntries(text)));
   }
+  return archiveFrom(files);
+}
+
+/**
+ * The first enabled `deb` entry of `files` (`{ path, text }`: `.sources` files are deb822, others
+ * one-line) that names a suite other than a security one, as `{ uri, signedBy }`.
+ */
+export function archiveFrom(files) {
+  const entries = files.flatMap((f) =>
+    f.path.endsWith('.sources') ? deb822Entries(f.text) : oneLineEntries(f.text),
+  );
   const main = entries.find(
     (e) => e.types.includes('deb') && e.suites.some((s) => !/-security$|\/updates$/.test(s)),
   );
