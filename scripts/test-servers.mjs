@@ -5,7 +5,7 @@
  * what the server answers (below) with `ECHO_SERVER=<name>`, and prints one line per server:
  *
  *   PASSED      every spec passed on it
- *   FAILED      a spec failed: the exit code is 1
+ *   FAILED      a spec failed, or the fetch broke for another reason: the exit code is 1
  *   NOT TESTED  the build could not be fetched (archive unreachable, series gone from its suite):
  *               said loudly, but the exit code stays 0
  *
@@ -85,7 +85,17 @@ const results = [];
 for (const name of servers) {
   const chosen = serverCommand(name);
   if (!chosen.available) {
-    results.push({ name, verdict: 'NOT TESTED', detail: whyNot.get(name) ?? chosen.reason });
+    // NOT TESTED only for what the archive could not give; a fetch that broke otherwise (the
+    // script's own error above) fails, so a bug cannot switch the matrix off unnoticed
+    results.push(
+      whyNot.has(name)
+        ? { name, verdict: 'NOT TESTED', detail: whyNot.get(name) }
+        : {
+            name,
+            verdict: 'FAILED',
+            detail: `not fetched: scripts/servers.mjs exited ${fetched.code}`,
+          },
+    );
     continue;
   }
   console.log(`\n==> test:servers: ${name}: ${chosen.label}`);
