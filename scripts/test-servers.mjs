@@ -38,7 +38,6 @@ const SKIPPED = {
   'test/e2e/dashboard-page.e2e.spec.ts': 'headless Chromium over the API dashboard-api covers',
   'test/e2e/sample-page.e2e.spec.ts': 'the sample app in Chromium',
   'test/e2e/sample-archive.e2e.spec.ts': "the sample's archive hook: retention.e2e covers it",
-  'test/faults/oracle.fault.spec.ts': 'the oracle on hand-made histories: no server',
 };
 
 const names = process.argv.slice(2);
