@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { redisBinary, startRedis } from './lib/redis-server.mjs';
+import { redisCommand, startRedis } from './lib/redis-server.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(join(root, 'package.json'));
@@ -25,9 +25,11 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const master = await startRedis();
 const dir = mkdtempSync(join(tmpdir(), 'echo-bench-replica-'));
+const server = redisCommand();
 const replica = spawn(
-  redisBinary(),
+  server.command,
   [
+    ...server.args,
     '--port',
     String(master.port + 1),
     '--bind',

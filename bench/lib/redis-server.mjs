@@ -6,9 +6,17 @@ import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { serverCommand } from '../../scripts/lib/echo-server.mjs';
 
-export function redisBinary() {
-  return process.env.REDIS_SERVER_BIN || 'redis-server';
+/**
+ * The server to run, as `{ command, args }` (args go before the server's own): the build
+ * `ECHO_SERVER` names (scripts/lib/echo-server.mjs), default the `redis-server` on PATH or
+ * `REDIS_SERVER_BIN`.
+ */
+export function redisCommand() {
+  const chosen = serverCommand();
+  if (!chosen.available) throw new Error(chosen.reason);
+  return chosen;
 }
 
 function freePort() {
@@ -26,20 +34,21 @@ function freePort() {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 export async function startRedis() {
-  const bin = redisBinary();
+  const { command, args: prefix } = redisCommand();
   try {
-    execFileSync(bin, ['--version'], { stdio: 'ignore' });
+    execFileSync(command, [...prefix, '--version'], { stdio: 'ignore' });
   } catch {
     throw new Error(
-      `${bin} not found: install redis-server (apt-get install -y redis-server) or set REDIS_SERVER_BIN`,
+      `${command} not found: install redis-server (apt-get install -y redis-server) or set REDIS_SERVER_BIN`,
     );
   }
   for (let attempt = 0; attempt < 5; attempt++) {
     const port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'echo-bench-redis-'));
     const proc = spawn(
-      bin,
+      command,
       [
+        ...prefix,
         '--port',
         String(port),
         '--bind',

@@ -4,7 +4,8 @@
  * in a dir of its own. `stop()` ends it (SIGTERM, SIGKILL after 3 s) and removes the dir if it
  * made it; an exit hook SIGKILLs it (and removes that dir) when the script ends without `stop()`.
  *
- * REDIS_SERVER_BIN may point at another binary. (The jest suites have their own, richer harness:
+ * ECHO_SERVER picks the build (scripts/lib/echo-server.mjs; default the redis-server on PATH, or
+ * REDIS_SERVER_BIN). (The jest suites have their own, richer harness:
  * test/support/redis-server.ts.)
  */
 import { spawn } from 'node:child_process';
@@ -13,6 +14,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Redis } from 'ioredis';
+import { serverCommand } from './echo-server.mjs';
 
 const HOST = '127.0.0.1';
 const START_TIMEOUT_MS = 10_000;
@@ -67,10 +69,13 @@ async function startOnce({ dir, tmpPrefix, detached, extraArgs }) {
   const home = ownDir ? fs.mkdtempSync(path.join(os.tmpdir(), tmpPrefix)) : dir;
   fs.mkdirSync(home, { recursive: true });
   const port = await freePort();
-  const bin = process.env.REDIS_SERVER_BIN || 'redis-server';
+  const chosen = serverCommand();
+  if (!chosen.available) throw new Error(chosen.reason);
+  const bin = chosen.command;
   const child = spawn(
     bin,
     [
+      ...chosen.args,
       '--port',
       String(port),
       '--bind',

@@ -25,6 +25,7 @@ import * as path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { startThrowawayRedis } from '../../scripts/lib/throwaway-redis.mjs';
+import { serverCommand } from '../../scripts/lib/echo-server.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
@@ -78,10 +79,13 @@ function tail(text, lines = 20) {
 /** A throw-away redis-server (no persistence) on a free loopback port, plus redis-cli on it. */
 async function startRedis(dir) {
   const server = await startThrowawayRedis({ dir });
+  const { cli } = serverCommand();
   return {
     ...server,
     cli: (...args) =>
-      run('redis-cli', ['-p', String(server.port), ...args]).then((r) => r.stdout.trim()),
+      run(cli.command, [...cli.args, '-p', String(server.port), ...args]).then((r) =>
+        r.stdout.trim(),
+      ),
   };
 }
 

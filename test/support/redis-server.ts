@@ -19,6 +19,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vm from 'node:vm';
 import { Redis, type RedisOptions } from 'ioredis';
+import { serverCommand, type ServerCommand } from '../../scripts/lib/echo-server.mjs';
 
 /** Options for {@link RedisServer.start}. */
 export interface RedisServerOptions {
@@ -46,9 +47,13 @@ const STOP_GRACE_MS = 3000;
 const DEFAULT_START_TIMEOUT_MS = 10000;
 const PORT_RACE_RETRIES = 5;
 
-/** The binary to run; `REDIS_SERVER_BIN` may point at another build. */
-function redisBinary(): string {
-  return process.env.REDIS_SERVER_BIN || 'redis-server';
+/**
+ * What to run: the build `ECHO_SERVER` names (scripts/lib/echo-server.mjs; default the
+ * `redis-server` on PATH, or `REDIS_SERVER_BIN`), as a command and the arguments that go before
+ * the server's own.
+ */
+export function redisServerCommand(): ServerCommand {
+  return serverCommand();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -131,9 +136,11 @@ function registry(): HarnessRegistry {
 // Small helpers
 // ---------------------------------------------------------------------------------------------
 
-/** True when `redis-server` (or `$REDIS_SERVER_BIN`) can be executed. */
+/** True when the chosen server (`ECHO_SERVER`, default `redis-server` on PATH) can be executed. */
 export function redisServerAvailable(): boolean {
-  const bin = redisBinary();
+  const chosen = redisServerCommand();
+  if (!chosen.available) return false;
+  const bin = chosen.command;
   const candidates = bin.includes(path.sep)
     ? [bin]
     : (process.env.PATH ?? '')
@@ -295,8 +302,10 @@ export class RedisServer {
   /** Spawns a server and resolves once it answers PING (not LOADING). */
   static async start(opts: RedisServerOptions = {}): Promise<RedisServer> {
     if (!redisServerAvailable()) {
+      const chosen = redisServerCommand();
       throw new Error(
-        "redis-server not found: install it with 'apt-get install -y redis-server' (Debian/Ubuntu) and run the tests again",
+        chosen.reason ??
+          "redis-server not found: install it with 'apt-get install -y redis-server' (Debian/Ubuntu) and run the tests again",
       );
     }
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'echo-stream-redis-'));
@@ -509,7 +518,8 @@ export class RedisServer {
     const errFd = fs.openSync(stderrPath, 'w');
     let child: ChildProcess;
     try {
-      child = spawn(redisBinary(), this.args(), {
+      const chosen = redisServerCommand();
+      child = spawn(chosen.command, [...chosen.args, ...this.args()], {
         cwd: this.dir,
         stdio: ['ignore', errFd, errFd],
         detached: false,
