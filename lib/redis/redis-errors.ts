@@ -19,8 +19,9 @@ export function isReplyError(err: unknown): boolean {
 }
 
 /**
- * True for a reply saying the group (or its stream) no longer exists: `NOGROUP`, or the
- * `UNBLOCKED the stream key no longer exists` that Redis 7 sends a read parked on a deleted stream.
+ * True for a reply saying the group (or its stream) no longer exists: `NOGROUP` (also what Redis 8
+ * and Valkey send a read parked on a deleted stream), or the `UNBLOCKED the stream key no longer
+ * exists` of Redis 7.0 for the same (README "Servers").
  */
 export function isNoGroupError(err: unknown): boolean {
   return (
