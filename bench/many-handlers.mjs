@@ -1,4 +1,4 @@
-// The `many-handlers` workload of `npm run bench` (issue 15, SPEC §13): 100 handlers on 100
+// The `many-handlers` workload of `npm run bench` (issue 15, docs/scale.md): 100 handlers on 100
 // streams in one group, each measurement in a fresh child (bench/contenders/many-handlers.mjs):
 //
 // - boot-to-ready: from the app's init() call (Redis already up, streams and groups absent) to
@@ -35,7 +35,7 @@ export const MANY = {
   sharedReads: env.BENCH_MANY_SHARED_READS ? env.BENCH_MANY_SHARED_READS === 'true' : undefined,
 };
 
-/** SPEC §13 targets, printed next to the figures. */
+/** docs/scale.md targets, printed next to the figures. */
 export const MANY_TARGETS = { bootMs: 1000, connections: 3, idlePerSecond: 20, ratio: 0.8 };
 
 const GROUP = 'bench';
@@ -296,7 +296,7 @@ export function manyHandlersMarkdown(s, rounds) {
   const shared =
     s.config.sharedReads === 'default' ? 'module default' : `sharedReads: ${s.config.sharedReads}`;
   L.push(
-    `## Many handlers: ${s.config.handlers} handlers on ${s.config.handlers} streams, one group (SPEC §13; ${shared})`,
+    `## Many handlers: ${s.config.handlers} handlers on ${s.config.handlers} streams, one group (docs/scale.md; ${shared})`,
   );
   L.push('');
   if (!s.valid) L.push(`**INVALID: ${s.invalid.join('; ')}**`, '');

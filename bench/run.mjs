@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm run bench (after npm run build): the side-by-side benchmark of SPEC §8 / issue 6.
+// npm run bench (after npm run build): the side-by-side benchmark of docs/benchmarks.md / issue 6.
 //
 // One throw-away redis-server for the whole run; every contender runs in a fresh child process
 // per measurement, rounds rotate the order, and every figure is compared with the raw ioredis
@@ -653,7 +653,7 @@ function pairedRatios(results, a, b) {
   return { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios), ratios };
 }
 
-/** The retry workload: the drain figures of each contender plus its retry timing (SPEC §9). */
+/** The retry workload: the drain figures of each contender plus its retry timing (docs/delivery.md). */
 function summarizeRetries(results) {
   const by = summarizeDrain(results);
   for (const [name, s] of Object.entries(by)) {
@@ -903,7 +903,7 @@ function markdown(report) {
   L.push(...manyHandlersMarkdown(report.manyHandlers, config.rounds));
   if (targets.length) {
     L.push('');
-    L.push('## SPEC §8 targets');
+    L.push('## Targets (docs/benchmarks.md)');
     L.push('');
     L.push('| target | measured | status |');
     L.push('|---|---:|---|');

@@ -2,7 +2,7 @@
 // except what the variant states. cfg.variant: 'each' (per-entry, sync handler), 'batch'
 // (batch: true, acks the whole read), 'c16' (concurrency: 16, 1 ms async handler), 'nest' (the
 // per-entry handler with one interceptor and a ValidationPipe-checked DTO through @Payload: the
-// Nest pipeline of SPEC §10; needs class-validator and class-transformer, dev dependencies).
+// Nest pipeline of docs/delivery.md "Nest pipeline"; needs class-validator and class-transformer, dev dependencies).
 // Besides: cfg.retry (the handler's `retry` option), cfg.failEvery (the retry workload: every
 // failEvery-th entry fails its first attempt, see ../lib/retry-probe.mjs), cfg.protocol (2 or 3:
 // the module's connections speak that RESP version; default: the client's own default).
@@ -137,7 +137,7 @@ async function nestPipeline(lib, common, BenchHandler, sink) {
 
 /**
  * Error figures of the running loops: handler errors + dead letters + a loop not `running`.
- * Uses ConsumerStats (SPEC §6); falls back to the internal registry while stats is not there.
+ * Uses ConsumerStats (docs/observability.md); falls back to the internal registry while stats is not there.
  */
 function loopCounters(app, ConsumerStats) {
   let read = null;

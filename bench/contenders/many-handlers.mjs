@@ -1,4 +1,4 @@
-// The many-handlers workload's child (issue 15, SPEC §13): this library in a Nest application
+// The many-handlers workload's child (issue 15, docs/scale.md): this library in a Nest application
 // context with `cfg.streams.length` handlers in group `cfg.group`, one per stream, all methods of
 // ONE provider class built programmatically (`StreamHandler(...)(proto, key, descriptor)`), the
 // same synchronous per-entry handler as the `lib` contender. Module defaults, except

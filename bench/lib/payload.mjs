@@ -32,7 +32,7 @@ export function nowUs() {
   return Number(process.hrtime.bigint()) / 1000;
 }
 
-/** The library's wire format (SPEC §5, 'json' codec): fields `id` and `data`. */
+/** The library's wire format (docs/publishing.md, 'json' codec): fields `id` and `data`. */
 export function streamFields(seq, t = 0) {
   return [
     'id',

@@ -1,6 +1,6 @@
 /**
- * The module on a real Redis Cluster (3 masters, no replicas, AOF fsynced on every write): SPEC §1
- * `cluster` option with every guarantee of §3 / §4. Each test uses fresh stream names and checks
+ * The module on a real Redis Cluster (3 masters, no replicas, AOF fsynced on every write): README "Options"
+ * `cluster` option with every guarantee of docs/delivery.md and docs/dead-letters.md. Each test uses fresh stream names and checks
  * what the cluster holds afterwards (XPENDING on the owning master, dead-letter streams), not only
  * what handlers saw. The master restart test goes last: it leaves the cluster healthy but slow to
  * settle.
@@ -201,7 +201,7 @@ describe('EchoStreamModule on a Redis Cluster', () => {
   });
 
   it('shares a read between streams of one hash slot; a stream of another slot keeps its own', async () => {
-    // Invariant (SPEC §13): one XREADGROUP may only name keys of one slot, so the loops of a group
+    // Invariant (docs/scale.md): one XREADGROUP may only name keys of one slot, so the loops of a group
     // share a blocking read per slot: while parked, the master of the tagged slot holds ONE
     // blocked echo-stream-read client for both tagged streams, the other master one for its
     // stream; entries of all three are handled and acked.

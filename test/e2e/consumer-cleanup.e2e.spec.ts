@@ -1,5 +1,5 @@
 /**
- * Consumer cleanup (SPEC §12, issue 14) on a real Redis: which consumers XINFO CONSUMERS still
+ * Consumer cleanup (docs/operations.md, issue 14) on a real Redis: which consumers XINFO CONSUMERS still
  * lists after the cleanup ran, and that no entry went missing from the group's PEL on the way.
  */
 import 'reflect-metadata';

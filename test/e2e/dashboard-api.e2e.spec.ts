@@ -1,5 +1,5 @@
 /**
- * The dashboard's JSON API (SPEC §11) on the Express AND the Fastify adapter, against a real
+ * The dashboard's JSON API (docs/operations.md "Dashboard") on the Express AND the Fastify adapter, against a real
  * redis-server: what each route shows matches what Redis holds, mutations change exactly what
  * they say, and every refusal (read-only, cross-origin, guard, bad input) changes nothing.
  */

@@ -1,5 +1,5 @@
 /**
- * The dashboard at the size SPEC §11 names: 100 streams in the overview and a PEL of 100,000
+ * The dashboard at the size docs/operations.md "Dashboard" names: 100 streams in the overview and a PEL of 100,000
  * entries read in pages (never whole), against a real redis-server. No speed is asserted here;
  * the test proves the answers are complete and paged at that size.
  */

@@ -1,5 +1,5 @@
 /**
- * Dead letters, engine level, on a real redis-server (SPEC §2 batch mode, §3 step 5, §4, §5).
+ * Dead letters, engine level, on a real redis-server (batch mode in the README "API"; docs/delivery.md "The loop" step 5, docs/dead-letters.md, docs/publishing.md).
  * Every test asserts what Redis holds afterwards: the group's PEL (XPENDING), the dead-letter
  * stream (XRANGE / XLEN). Invariants: nothing is acked before its dead letter is safely somewhere,
  * nothing is dead-lettered twice, nothing stays stuck pending.

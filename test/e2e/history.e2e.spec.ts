@@ -1,5 +1,5 @@
 /**
- * `EchoStreamAdmin.history()` (SPEC §12, issue 14) on a real Redis: time-travel reads by `Date`
+ * `EchoStreamAdmin.history()` (docs/operations.md, issue 14) on a real Redis: time-travel reads by `Date`
  * and by entry id, inclusive bounds, across XRANGE page boundaries, decoded with the handler's
  * codec, and flat memory over a 1,000,000-entry stream.
  */

@@ -1,5 +1,5 @@
 /**
- * The stream lifecycle (SPEC §12, issue 14) on a real 3-master Redis Cluster: consumer cleanup,
+ * The stream lifecycle (docs/operations.md, issue 14) on a real 3-master Redis Cluster: consumer cleanup,
  * retention with its lock and archive, and history, with streams owned by each master (the lock
  * key lives in another slot than its stream).
  */

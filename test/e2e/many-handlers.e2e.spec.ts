@@ -1,5 +1,5 @@
 /**
- * A hundred handlers on a handful of connections (issue 15, SPEC §13), on a real redis-server:
+ * A hundred handlers on a handful of connections (issue 15, docs/scale.md), on a real redis-server:
  * 100 handlers on 100 streams, methods of ONE provider built programmatically. With `sharedReads`
  * on (the module default) the handlers of one group share one blocking XREADGROUP per node; each
  * keeps its own loop otherwise. Every test states the invariant it checks.
@@ -312,7 +312,7 @@ describe('100 handlers on 100 streams (issue 15)', () => {
   });
 
   it('sharedReads on (the default): a node holds at most groups + 2 connections, whatever the number of handlers', async () => {
-    // Invariant (SPEC §13): 100 handlers in 2 groups hold one shared read per group, one
+    // Invariant (docs/scale.md): 100 handlers in 2 groups hold one shared read per group, one
     // commands connection and the shared one: <= 4 connections, no per-loop connection, before
     // and after traffic; and both groups are served.
     const streams = streamsFor('conn');
@@ -352,7 +352,7 @@ describe('100 handlers on 100 streams (issue 15)', () => {
   });
 
   it('idle: 100 parked handlers send at most 20 commands per second in all', async () => {
-    // Invariant (SPEC §13): no traffic, default timings: one shared read per blockMs and the
+    // Invariant (docs/scale.md): no traffic, default timings: one shared read per blockMs and the
     // sweeps staggered and stretched while the group's PEL is empty stay within 20 commands/s.
     // A count over a window, not a speed: a slower machine can only send fewer.
     const streams = streamsFor('idle');
@@ -513,7 +513,7 @@ describe('100 handlers on 100 streams (issue 15)', () => {
   });
 
   it('shutdown with 100 handlers parked on a 10 s block is prompt, and closes every connection', async () => {
-    // Invariant (SPEC §7): app.close() wakes the parked read(s) (CLIENT UNBLOCK) instead of
+    // Invariant (docs/delivery.md "Shutdown"): app.close() wakes the parked read(s) (CLIENT UNBLOCK) instead of
     // waiting out blockMs (10 s), and leaves no echo-stream connection open.
     const streams = streamsFor('close');
     const app = await startApp(

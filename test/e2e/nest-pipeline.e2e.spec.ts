@@ -1,5 +1,5 @@
 /**
- * Nest-native handlers (SPEC §10) on a real redis-server: guards, interceptors, pipes and filters
+ * Nest-native handlers (docs/delivery.md "Nest pipeline") on a real redis-server: guards, interceptors, pipes and filters
  * at global, class and method level run on real entries in Nest's documented order; a guard or
  * pipe refusal is a `rejected` dead letter at once; a filter that returns acks, one that throws
  * leaves the entry pending. What is asserted is what Redis holds afterwards.

@@ -1,5 +1,5 @@
 /**
- * Rate limits (SPEC §9), engine level, on a real redis-server. Invariants: no window of `perMs`
+ * Rate limits (docs/delivery.md), engine level, on a real redis-server. Invariants: no window of `perMs`
  * sees more than `max` handler starts (+10 %), per process or over every consumer of the group,
  * and a throttled loop never holds more read entries than it may start.
  */

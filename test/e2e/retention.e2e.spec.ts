@@ -1,5 +1,5 @@
 /**
- * Safe retention and the archive hook (SPEC §12, issue 14) on a real Redis: what the stream holds
+ * Safe retention and the archive hook (docs/operations.md, issue 14) on a real Redis: what the stream holds
  * after retention ran (XLEN, XRANGE), what each group still has pending, what the archive method
  * received, and what a person sees (the warning, `ConsumerStats.retention()`, the metrics).
  * Every test uses fresh stream names.

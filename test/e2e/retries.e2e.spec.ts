@@ -1,5 +1,5 @@
 /**
- * Retries with a backoff curve (SPEC §9), engine level, on a real redis-server. Invariants: the
+ * Retries with a backoff curve (docs/delivery.md), engine level, on a real redis-server. Invariants: the
  * SAME entry comes back with attempts n+1, never before its delay and at most 500 ms after it,
  * while other entries flow; no peer runs it early; final failures are dead-lettered at once;
  * nothing stays stuck pending.

@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry tracing (SPEC §10) on a real redis-server, publisher and consumer in two separate
+ * OpenTelemetry tracing (docs/observability.md "Tracing") on a real redis-server, publisher and consumer in two separate
  * processes: the consumer's `process <stream>` span continues the publisher's trace (same trace
  * id, parent = the `send <stream>` PRODUCER span), user spans nest under it, a throw is recorded,
  * batch mode links every entry, and the trace fields never reach a payload but stay on dead-letter

@@ -1,5 +1,5 @@
 /**
- * Cluster failover with replicas (SPEC §13, issue 15): 3 masters + 3 replicas
+ * Cluster failover with replicas (docs/scale.md, issue 15): 3 masters + 3 replicas
  * (`cluster-node-timeout` 1000 ms), one app with handlers on two streams per master, and a producer
  * publishing all the time with `{ replicas: 1 }` that retries a rejected publish under the same
  * id, as a real app would. Three times in a row, a master is SIGKILLed mid-run, its replica is

@@ -214,7 +214,7 @@ describe('consumer processes crash and shut down (oracle: no loss, no ack withou
   });
 
   it('S4b: SIGTERM while a handler outlasts shutdownTimeoutMs: what settled is acked, what never started is released', async () => {
-    // Invariant (SPEC §7): when the in-flight handler does not finish within shutdownTimeoutMs,
+    // Invariant (docs/delivery.md "Shutdown"): when the in-flight handler does not finish within shutdownTimeoutMs,
     // the entries of the batch that DID finish are still acked (zero duplicates) and the ones
     // never started are still released to the live peer at once; only the entry in flight stays
     // pending until minIdleMs (it had no ledger record, so it is handled once, by the peer).

@@ -1,5 +1,5 @@
 /**
- * A traced publisher as a separate OS process (SPEC §10 tracing tests): an OpenTelemetry SDK with
+ * A traced publisher as a separate OS process (docs/observability.md "Tracing" tracing tests): an OpenTelemetry SDK with
  * an in-memory exporter and the W3C propagator, a Nest app context with the BUILT package
  * (`dist/index.js`), and one `StreamProducer.publish` inside a parent span `POST /orders`.
  *

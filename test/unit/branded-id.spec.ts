@@ -1,5 +1,5 @@
 /**
- * Branded ids (SPEC §5): strictly increasing as plain strings in mint order (also within one ms
+ * Branded ids (docs/publishing.md): strictly increasing as plain strings in mint order (also within one ms
  * and across a clock step backwards), carrying their mint time, unique across generators.
  */
 import {

@@ -1,4 +1,4 @@
-/** Eager validation of `retry` and `rateLimit` (SPEC §9): the option, the handler and the value named. */
+/** Eager validation of `retry` and `rateLimit` (docs/delivery.md): the option, the handler and the value named. */
 import { resolveHandlerOptions, resolveOptions } from '../../lib/config/module-options';
 import { EchoStreamConfigError } from '../../lib/errors/echo-stream-config.error';
 import { StreamHandler } from '../../lib/decorators/stream-handler.decorator';

@@ -1,5 +1,5 @@
 /**
- * The texts and wire-format rules behind SPEC §10 verdicts and tracing: what a rejected entry's
+ * The texts and wire-format rules behind docs/delivery.md "Nest pipeline" verdicts and tracing: what a rejected entry's
  * dead letter says, and that trace fields never reach (nor come from) a codec.
  */
 import { BadRequestException, ForbiddenException, ValidationPipe } from '@nestjs/common';

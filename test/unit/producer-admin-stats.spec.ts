@@ -104,7 +104,7 @@ function fakeLoop(
   } as unknown as StreamConsumer;
 }
 
-/** What the dead-letter path writes (SPEC §4). */
+/** What the dead-letter path writes (docs/dead-letters.md). */
 function letterFields(
   original: string[],
   meta: {

@@ -1,5 +1,5 @@
 /**
- * Read-ahead (SPEC §8 speed, without giving up §3/§7): after a full read the next XREADGROUP goes
+ * Read-ahead (the speed of docs/benchmarks.md, without giving up the loop and shutdown rules of docs/delivery.md): after a full read the next XREADGROUP goes
  * out before the batch is handled. Its entries are handled in order, kept claimed by the heartbeat,
  * released to peers at stop, and a partial read never reads ahead (latency at low rates unchanged).
  */

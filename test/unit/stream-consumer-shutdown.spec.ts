@@ -1,5 +1,5 @@
 /**
- * The engine's stop() when a handler outlasts the shutdown timeout (SPEC §7), against the
+ * The engine's stop() when a handler outlasts the shutdown timeout (docs/delivery.md "Shutdown"), against the
  * in-memory `StreamsClient`: what settled is still acked, what never started is still released,
  * only the entry in flight stays pending. (The fault suite checks the same with real processes:
  * test/faults/consumer-crash.fault.spec.ts, S4b.)

@@ -13,7 +13,7 @@ import { ConsumerStats, Ctx, EchoStreamModule, Payload, StreamHandler } from 'ne
 let markHandled;
 const handled = new Promise((resolve) => (markHandled = resolve));
 
-// The Nest pipeline (SPEC §10) without class-validator or @opentelemetry/api installed: an
+// The Nest pipeline (docs/delivery.md "Nest pipeline") without class-validator or @opentelemetry/api installed: an
 // interceptor marks the call, @Payload() and @Ctx() inject the payload and the message.
 let intercepted = false;
 class MarkInterceptor {

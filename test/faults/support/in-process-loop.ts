@@ -54,7 +54,7 @@ export interface InProcessLoopOptions {
   group: string;
   /** @default 'fault-consumer' */
   consumer?: string;
-  /** Handler options (module defaults of SPEC §2 apply first). */
+  /** Handler options (module defaults of README "API" apply first). */
   options?: Partial<StreamHandlerOptions>;
   /** The handler body; the ledger line is written after it returns, before the loop acks. */
   handle?: (message: StreamMessage<unknown>) => unknown;
