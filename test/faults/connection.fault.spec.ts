@@ -192,7 +192,17 @@ describe('connection cut while parked (scenario 7)', () => {
       timeoutMs: watchdogMs(block) + 1000,
       message: 'the watchdog abandoned the parked read',
     });
-    const watchdogAfterMs = Date.now() - read.at;
+    // measured from the read parked on the server when the hole opened: the oldest XREADGROUP
+    // BLOCK still in flight then (a later one would queue behind it on the same connection)
+    const parkedThen = loop.calls.filter(
+      (c) =>
+        c.method === 'readGroup' &&
+        c.args[5] !== undefined &&
+        c.at <= holeAt &&
+        (c.settledAt === undefined || c.settledAt >= holeAt),
+    );
+    const parked = parkedThen.reduce((oldest, c) => (c.at < oldest.at ? c : oldest), read);
+    const watchdogAfterMs = Date.now() - parked.at;
     proxy.blackhole(false);
     const healedAt = Date.now();
     await producer.publishMany(3);
