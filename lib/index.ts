@@ -29,5 +29,6 @@ export {
 export { NonRetryableError } from './errors/non-retryable.error';
 export { PROMETHEUS_CONTENT_TYPE } from './stats/prometheus';
 export { DecodeError, jsonCodec, fieldsCodec } from './codec/codecs';
+export { crc32, partitionOf, partitionStreamOf, PARTITION_KEY_FIELD } from './codec/partition-key';
 export * from './interfaces';
 export * from './dashboard';

@@ -1,6 +1,7 @@
 import { inspect } from 'node:util';
 import { CodecOption, StreamCodec } from '../interfaces/codec.interface';
 import { isTraceField } from './trace-fields';
+import { PARTITION_KEY_FIELD } from './partition-key';
 import { boundedText, ERROR_TEXT_MAX_BYTES } from './bounded-text';
 
 /** The field that carries the producer's branded id; never part of a codec's field map. */
@@ -86,7 +87,8 @@ export function decodeEntry(codec: StreamCodec<unknown>, flat: readonly string[]
   let id: string | undefined;
   for (let i = 0; i + 1 < flat.length; i += 2) {
     if (flat[i] === ID_FIELD) id = flat[i + 1];
-    else if (!isTraceField(flat[i])) fields[flat[i]] = flat[i + 1];
+    else if (!isTraceField(flat[i]) && flat[i] !== PARTITION_KEY_FIELD)
+      fields[flat[i]] = flat[i + 1];
   }
   try {
     return { id, payload: codec.decode(fields) };

@@ -74,6 +74,8 @@ export const HANDLER_DEFAULTS = {
   rateLimit: null,
   dedup: false,
   newerWins: null,
+  partitions: null,
+  partitionLeaseMs: 10_000,
 } as const;
 
 const HANDLER_OPTION_NAMES: ReadonlyArray<keyof StreamHandlerOptions> = [
@@ -93,6 +95,8 @@ const HANDLER_OPTION_NAMES: ReadonlyArray<keyof StreamHandlerOptions> = [
   'rateLimit',
   'dedup',
   'newerWins',
+  'partitions',
+  'partitionLeaseMs',
 ];
 
 const MODULE_OPTION_NAMES: ReadonlyArray<keyof EchoStreamModuleOptions> = [
@@ -262,6 +266,7 @@ export function checkHandlerOptions(where: string, options: Partial<StreamHandle
       messages.badOption(where, 'newerWins', 'a function (message) => key, or null', o.newerWins),
     );
   }
+  checkPartitionOptions(where, o);
   if (o.codec !== undefined) {
     try {
       resolveCodec(o.codec);
@@ -311,3 +316,27 @@ function checkUrl(where: string, option: string, expected: string, url: string):
 
 const CONNECTION = 'a redis:// or rediss:// URL or ioredis options';
 const CLUSTER_NODE = 'a list of URLs, host:port strings, ports or { host, port }';
+
+/** `partitions` (an integer from 1 to 1024, or null), `partitionLeaseMs`, not with `batch`. */
+function checkPartitionOptions(where: string, o: Partial<StreamHandlerOptions>): void {
+  const { partitions } = o;
+  if (
+    partitions !== undefined &&
+    partitions !== null &&
+    (typeof partitions !== 'number' ||
+      !Number.isInteger(partitions) ||
+      partitions < 1 ||
+      partitions > 1024)
+  ) {
+    throw new EchoStreamConfigError(
+      messages.badOption(where, 'partitions', 'an integer from 1 to 1024, or null', partitions),
+    );
+  }
+  if (o.partitionLeaseMs !== undefined)
+    checkInteger(where, 'partitionLeaseMs', o.partitionLeaseMs, 100);
+  if (typeof o.partitions === 'number' && o.batch === true) {
+    throw new EchoStreamConfigError(
+      messages.badOption(where, 'partitions', 'null with batch: true', o.partitions),
+    );
+  }
+}

@@ -3,6 +3,7 @@ import type { DeadLetterMessage } from '../interfaces/dead-letter-message.interf
 import type { BatchAcks, StreamMessage } from '../interfaces/stream-message.interface';
 import type { StreamsClient } from '../redis/stream-roles';
 import type { BlockingReader } from './blocking-read';
+import type { PartitionLease } from './partition-lease';
 import type { PauseProbe } from './pause-watch';
 
 /** What the engine logs through; Nest's `Logger` fits, so does `console`. */
@@ -69,4 +70,10 @@ export interface StreamConsumerConfig {
   tracing?: EntryTracing;
   /** Clock, for tests. */
   now?: () => number;
+  /**
+   * A partition of a partitioned stream (docs/partitions.md): entries of one key run one at a
+   * time in stream order, a failed one is retried in its key's lane; absent: a plain stream.
+   * @default undefined
+   */
+  partition?: PartitionLease;
 }

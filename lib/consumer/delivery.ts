@@ -99,6 +99,7 @@ export class Delivery {
       maxDeliveries: options.maxDeliveries,
       signal,
       isWaitingRetry: (id) => retries.has(id),
+      partition: this.context.partition,
     });
     let messages = await this.parts.checkpoints.attach(read.fresh);
     let fields = read.freshFields;

@@ -1,8 +1,10 @@
 import { decodeEntry, errorText } from '../codec/codecs';
+import { partitionKeyOf } from '../codec/partition-key';
 import type { StreamCodec } from '../interfaces/codec.interface';
 import type { StreamMessage } from '../interfaces/stream-message.interface';
 import type { RawEntry } from '../redis/stream-roles';
 import type { DeadLetterCandidate } from './loop.types';
+import type { PartitionLease } from './partition-lease';
 
 /** What a read is sorted by: who reads, how entries decode, and which wait for a retry. */
 export interface TriageRules {
@@ -15,6 +17,8 @@ export interface TriageRules {
   readonly signal: AbortSignal;
   /** True for an entry that waits for its retry here. */
   isWaitingRetry(entryId: string): boolean;
+  /** A partition of a partitioned stream: its index and this loop's lease generation. */
+  readonly partition?: PartitionLease;
 }
 
 /** A message as decoded, before its checkpoint is attached (`Checkpoints.attach`). */
@@ -80,7 +84,7 @@ export function triage(
       read.undecodable.push({ entryId, fields, attempts, error: errorText(err) });
       continue;
     }
-    read.fresh.push({
+    const message: DecodedMessage = {
       id: decoded.id ?? entryId,
       entryId,
       stream: rules.stream,
@@ -89,7 +93,18 @@ export function triage(
       payload: decoded.payload,
       attempts,
       signal: rules.signal,
-    });
+    };
+    const { partition } = rules;
+    read.fresh.push(
+      partition
+        ? {
+            ...message,
+            partition: partition.index,
+            key: partitionKeyOf(fields),
+            leaseGeneration: partition.generation,
+          }
+        : message,
+    );
     read.freshFields.push(fields);
   }
   return read;

@@ -4,6 +4,7 @@ import { isEntryRejected } from '../errors/entry-rejected.error';
 import type { BatchAcks, StreamMessage } from '../interfaces/stream-message.interface';
 import type { ConsumerLogger, EntryHandler } from './consumer.types';
 import { keyLanes } from './key-lanes';
+import type { KeyRetry } from './key-retry';
 import type {
   FailedEntry,
   HandleOutcome,
@@ -33,13 +34,15 @@ export class HandlerRunner implements HandlerErrors {
   private readonly now: () => number;
 
   /**
-   * @param keyOf with `newerWins`: the key of an entry; entries of one key then run one at a time,
-   *   in stream order ({@link keyLanes}).
+   * @param keyOf with `newerWins` or `partitions`: the key of an entry; entries of one key then
+   *   run one at a time, in stream order ({@link keyLanes}).
+   * @param keyRetry with `partitions`: a failed entry is retried in its key's lane.
    */
   constructor(
     context: LoopContext,
     private readonly handler: EntryHandler,
     private readonly keyOf?: (message: StreamMessage<unknown>) => string | undefined,
+    private readonly keyRetry?: KeyRetry,
   ) {
     this.concurrency = context.options.concurrency;
     this.counters = context.counters;
@@ -77,31 +80,43 @@ export class HandlerRunner implements HandlerErrors {
     if (handler.batch) throw new TypeError('handleEach needs a per-entry handler');
     const call = (message: StreamMessage<unknown>): unknown => handler.call(message);
     const rejected: RejectedEntry[] = [];
-    const runOne = async (message: StreamMessage<unknown>): Promise<void> => {
-      held.started.add(message.entryId);
+    /** One attempt of `message`; the next attempt to run (`KeyRetry`), or `null`: settled. */
+    const attempt = async (
+      message: StreamMessage<unknown>,
+    ): Promise<StreamMessage<unknown> | null> => {
       // called inline (no async wrapper): a synchronous handler costs no promise per entry
       try {
         const result = call(message);
         if (isThenable(result)) await result;
         held.ok.push(message.entryId);
+        return null;
       } catch (err) {
-        if (isEntryRejected(err))
+        if (isEntryRejected(err)) {
           rejected.push({
             entryId: message.entryId,
             attempts: message.attempts,
             error: boundedText(err.message),
           });
-        else {
-          this.entryFailed(err, message);
+          return null;
+        }
+        this.entryFailed(err, message);
+        // a partitioned stream retries in the key's lane: the key's later entries wait behind it
+        const next = this.keyRetry ? await this.keyRetry.next(message, err) : null;
+        if (next === null)
           held.failed.push({
             message,
             error: err,
             claimedAt: held.touchedAt,
             failedAt: this.now(),
           });
-        }
+        return next;
       }
-      held.unsettled.delete(message.entryId);
+    };
+    const runOne = async (first: StreamMessage<unknown>): Promise<void> => {
+      held.started.add(first.entryId);
+      let next = await attempt(first);
+      while (next !== null) next = await attempt(next);
+      held.unsettled.delete(first.entryId);
     };
     let unstarted: string[];
     if (this.keyOf) {

@@ -7,6 +7,7 @@ import type { StreamConsumerConfig } from './consumer.types';
 import { DeadLetterPath } from './dead-letter-path';
 import { Delivery } from './delivery';
 import { HandlerRunner } from './handler-runner';
+import { KeyRetry } from './key-retry';
 import { Heartbeat } from './heartbeat';
 import { LoopHealth } from './loop-health';
 import type { LoopContext } from './loop.types';
@@ -77,12 +78,16 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
     now,
     isStopping: stopSwitch.isStopping,
     isAbandoned: stopSwitch.isAbandoned,
+    partition: config.partition,
   };
 
   const handler = config.tracing ? config.tracing.wrap(config.handler) : config.handler;
   // dedup / newerWins: a filter before the handler, records written with the XACK; none when off
   const skipRules = skipRulesOf(options);
-  const runner = new HandlerRunner(context, handler, skipRules?.keyOf);
+  // partitions: lanes by the entry's key, a failure retried in its lane (docs/partitions.md)
+  const runner = config.partition
+    ? new HandlerRunner(context, handler, (m) => m.key, new KeyRetry(context))
+    : new HandlerRunner(context, handler, skipRules?.keyOf);
   const checkpoints = new Checkpoints(context, client.checkpoints);
   // a dead letter or a deleted entry leaves with its checkpoint, known here or not
   const exits = { alongAck: (ids: readonly string[]) => checkpoints.alongExit(ids) };

@@ -2,6 +2,7 @@ import type { ConsumerState } from '../interfaces/consumer-snapshot.interface';
 import type { StreamMessage } from '../interfaces/stream-message.interface';
 import type { ResolvedHandlerOptions } from '../config/handler-definitions';
 import type { ConsumerLogger } from './consumer.types';
+import type { PartitionLease } from './partition-lease';
 
 /**
  * Types the loop's collaborators share. A leaf: it imports no class of this folder, so no two
@@ -52,6 +53,8 @@ export interface LoopContext {
   isStopping(): boolean;
   /** True once `stop()` gave up waiting and settled the batch in hand itself. */
   isAbandoned(): boolean;
+  /** A partition of a partitioned stream: its index and the loop's lease generation. */
+  readonly partition?: PartitionLease;
 }
 
 /** Entries the heartbeat keeps claimed: when it last claimed or touched them. */

@@ -40,6 +40,18 @@ export interface ConsumerSnapshot {
   readonly tpsOut: number;
   /** The last error text (Redis or handler), if any; at most 8 KiB, cut like a dead letter's. */
   readonly lastError: string | null;
+  /**
+   * A partitioned stream (`partitions`): the partitions this process owns now, with the generation
+   * of its lease on each; absent on a plain stream. See docs/partitions.md.
+   */
+  readonly partitions?: readonly OwnedPartitionInfo[];
+}
+
+/** A partition this process owns (docs/partitions.md). */
+export interface OwnedPartitionInfo {
+  readonly partition: number;
+  /** The generation of the lease (grows on every take-over). */
+  readonly generation: number;
 }
 
 /** One consumer of a group, as Redis reports it. */

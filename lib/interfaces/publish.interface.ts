@@ -41,6 +41,21 @@ export interface PublishManyOptions {
    * the batch is written once and its repeats answer the same receipt.
    */
   ids?: readonly string[];
+  /**
+   * A partitioned stream: the key of the entries (an account, an order); they go to partition
+   * `crc32(key) mod count` (`<stream>:p:<i>`) with the key in their `pkey` field, so entries of
+   * one key are handled one at a time and in order across the group. `publishMany` writes every
+   * payload of the call with this key.
+   * @default undefined (a plain stream)
+   * @see docs/partitions.md
+   */
+  key?: string;
+  /**
+   * With `key`: the stream's partition count, stored at first use (SET NX); a call with another
+   * count than the stored one fails. Absent: the stored count (read once per stream).
+   * @default undefined
+   */
+  partitions?: number;
 }
 
 /** Options of `StreamProducer.publish()`. */

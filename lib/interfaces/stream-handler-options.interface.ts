@@ -114,4 +114,20 @@ export interface StreamHandlerOptions {
    * @see docs/delivery.md "Duplicates and stale replays"
    */
   newerWins: NewerWinsKey | null;
+  /**
+   * A partitioned stream (publish with `{ key }`): the count of its partitions, fixed per stream
+   * (stored with it; another count fails at bootstrap). Every process of the group shares the
+   * partitions through leases; entries of one key run one at a time and in stream order across
+   * the fleet. `null`: a plain stream. Not with `batch: true`.
+   * @default null
+   * @see docs/partitions.md
+   */
+  partitions: number | null;
+  /**
+   * With `partitions`: how long a partition's lease lasts without renewal, in ms; the partitions
+   * of a process that died move to the others after it.
+   * @default 10000
+   * @see docs/partitions.md "Leases"
+   */
+  partitionLeaseMs: number;
 }

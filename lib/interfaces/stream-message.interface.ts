@@ -17,6 +17,18 @@ export interface StreamMessage<T = unknown> {
   /** Aborted when the application shuts down. */
   readonly signal: AbortSignal;
   /**
+   * A partitioned stream (`partitions`): the partition the entry was read from; `undefined` on a
+   * plain stream. See docs/partitions.md.
+   */
+  readonly partition?: number;
+  /** A partitioned stream: the entry's key (its `pkey` field, set by `publish(s, p, { key })`). */
+  readonly key?: string;
+  /**
+   * A partitioned stream: the generation of this process's lease on the partition, growing on
+   * every take-over; a handler can fence its own writes with it (docs/partitions.md "Limits").
+   */
+  readonly leaseGeneration?: number;
+  /**
    * The last value `saveCheckpoint` stored for this entry in an earlier delivery (a retry, or a
    * reclaim after a crash, in any process); `undefined` on a first delivery or when none was
    * saved. See docs/delivery.md "Checkpoints".

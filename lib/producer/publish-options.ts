@@ -17,6 +17,8 @@ const WRITE_OPTION_NAMES: readonly string[] = [
   'replicas',
   'replicaTimeoutMs',
   'idempotent',
+  'key',
+  'partitions',
 ];
 export const PUBLISH_MANY_OPTION_NAMES: readonly string[] = [...WRITE_OPTION_NAMES, 'ids'];
 export const PUBLISH_OPTION_NAMES: readonly string[] = [...WRITE_OPTION_NAMES, 'id'];

@@ -16,6 +16,7 @@ import { brandedId } from './branded-id';
 import { DurablePublishLink } from '../runtime/durable-publish-link';
 import { describeValue as describe } from '../config/describe-value';
 import { publishWithin } from './publish-deadline';
+import { PartitionRouter, type KeyedTarget } from './partition-router';
 import {
   checkIds,
   checkOptions,
@@ -54,6 +55,8 @@ export class StreamProducer implements OnApplicationShutdown {
   /** Where durable publishes (`{ replicas }`) go: a connection of their own, see the class. */
   private readonly durableLink: DurablePublishLink;
   private readonly idempotency: Idempotency;
+  /** Keyed publishes of partitioned streams (docs/partitions.md). */
+  private readonly router: PartitionRouter;
 
   constructor(
     private readonly connections: EchoStreamConnections,
@@ -62,6 +65,7 @@ export class StreamProducer implements OnApplicationShutdown {
     const otel = loadOtel();
     this.tracing = otel ? new ProducerTracing(otel) : undefined;
     this.durableLink = new DurablePublishLink(options, () => connections.client);
+    this.router = new PartitionRouter(() => connections.client.partitions);
     this.idempotency = {
       byDefault: options?.idempotentPublish ?? false,
       windowMs: options?.idempotencyWindowMs ?? DEFAULT_IDEMPOTENCY_WINDOW_MS,
@@ -96,24 +100,27 @@ export class StreamProducer implements OnApplicationShutdown {
       );
     }
     const id = given ?? brandedId();
-    const fields = encodeEntry(codec, id, payload);
+    const keyed = await this.keyed('publish', stream, opts);
+    const encoded = encodeEntry(codec, id, payload);
+    const fields = keyed ? encoded.concat(keyed.keyFields) : encoded;
+    const target = keyed?.stream ?? stream;
     const write = (extra: readonly string[]): Promise<string> => {
       const withTrace = extra.length > 0 ? fields.concat(extra) : fields;
       if (idempotent) {
-        return this.writeIdempotently('publish', stream, [id], [withTrace], maxLen).then(
+        return this.writeIdempotently('publish', target, [id], [withTrace], maxLen).then(
           (got) => got[0],
         );
       }
       if (durable) {
-        const items = [{ stream, fields: withTrace, maxLen }];
-        return this.writeDurably('publish', stream, [id], items, durable).then((got) => got[0]);
+        const items = [{ stream: target, fields: withTrace, maxLen }];
+        return this.writeDurably('publish', target, [id], items, durable).then((got) => got[0]);
       }
       const { client, publishTimeoutMs } = this.connections;
       return publishWithin(
         client.link,
         publishTimeoutMs,
-        { method: 'publish', stream, ids: [id] },
-        () => client.add(stream, withTrace, maxLen),
+        { method: 'publish', stream: target, ids: [id] },
+        () => client.add(target, withTrace, maxLen),
       );
     };
     if (!this.tracing) return { id, entryId: await write([]) };
@@ -151,31 +158,46 @@ export class StreamProducer implements OnApplicationShutdown {
     const given = checkIds(opts?.ids, payloads.length);
     if (payloads.length === 0) return [];
     const ids = given ?? payloads.map(() => brandedId());
-    const encoded = payloads.map((payload, i) => encodeEntry(codec, ids[i], payload));
+    const keyed = await this.keyed('publishMany', stream, opts);
+    const target = keyed?.stream ?? stream;
+    const encoded = payloads.map((payload, i) => {
+      const fields = encodeEntry(codec, ids[i], payload);
+      return keyed ? fields.concat(keyed.keyFields) : fields;
+    });
     const write = async (trace: readonly string[]): Promise<PublishReceipt[]> => {
       const items = encoded.map((fields) => ({
-        stream,
+        stream: target,
         fields: trace.length > 0 ? fields.concat(trace) : fields,
         maxLen,
       }));
       let entryIds: string[];
       if (idempotent) {
         const fields = items.map((item) => item.fields);
-        entryIds = await this.writeIdempotently('publishMany', stream, ids, fields, maxLen);
+        entryIds = await this.writeIdempotently('publishMany', target, ids, fields, maxLen);
       } else if (durable) {
-        entryIds = await this.writeDurably('publishMany', stream, ids, items, durable);
+        entryIds = await this.writeDurably('publishMany', target, ids, items, durable);
       } else {
         const { client, publishTimeoutMs } = this.connections;
         entryIds = await publishWithin(
           client.link,
           publishTimeoutMs,
-          { method: 'publishMany', stream, ids },
+          { method: 'publishMany', stream: target, ids },
           () => client.addMany(items),
         );
       }
       return ids.map((id, i) => ({ id, entryId: entryIds[i] }));
     };
     return this.tracing ? this.tracing.send(stream, payloads.length, write) : write([]);
+  }
+
+  /** A keyed publish: its partition stream and key field; `undefined` without `key`. */
+  private keyed(
+    method: string,
+    stream: string,
+    opts: PublishManyOptions | undefined,
+  ): Promise<KeyedTarget> | undefined {
+    if (opts?.key === undefined) return undefined;
+    return this.router.route(method, stream, opts.key, opts.partitions);
   }
 
   /** Whether this call publishes idempotently: its own option, else the module's default. */

@@ -10,6 +10,8 @@ import type { RawEntry } from './reply-shapes';
 
 export type { RawEntry } from './reply-shapes';
 export type { ConnectionMonitor } from './connection-monitor';
+import type { PartitionLeases } from './partition-roles';
+export type { LeaseView, PartitionLeases } from './partition-roles';
 
 /** One row of XPENDING's extended form. */
 export interface PendingRow {
@@ -353,6 +355,8 @@ export interface StreamsClient
   readonly pauses?: GroupPauses;
   /** Checkpoints of entries; a client without it (a test fake) saves none. */
   readonly checkpoints?: EntryCheckpoints;
+  /** Partition counts and leases (docs/partitions.md); a client without it cannot partition. */
+  readonly partitions?: PartitionLeases;
 }
 
 /** One page of stream keys found by `SCAN ... TYPE stream`. */

@@ -6,6 +6,7 @@ import { RedisLoopCommands } from './loop-commands';
 import { RedisEntryCheckpoints } from './entry-checkpoints';
 import { RedisGroupPauses } from './group-pauses';
 import { ParkedReads } from './parked-reads';
+import { RedisPartitionLeases } from './partition-leases';
 import {
   createConnection,
   type ConnectionPurpose,
@@ -100,6 +101,8 @@ export class RedisStreamsClient
   readonly pauses: RedisGroupPauses;
   /** Checkpoints of entries (docs/delivery.md "Checkpoints"), on this link. */
   readonly checkpoints: RedisEntryCheckpoints;
+  /** Partition counts and leases (docs/partitions.md), on this link. */
+  readonly partitions: RedisPartitionLeases;
   private readonly reconnectListeners = new Set<() => void>();
   /** On a Cluster, once a loop listens: tells when the slot map changed. */
   private topology: TopologyWatch | undefined;
@@ -124,6 +127,7 @@ export class RedisStreamsClient
     this.writes = new RedisStreamWrites(this.commandLink);
     this.pauses = new RedisGroupPauses(this.commandLink, isCluster(redis));
     this.checkpoints = new RedisEntryCheckpoints(this.commandLink);
+    this.partitions = new RedisPartitionLeases(this.commandLink);
   }
 
   /**

@@ -10,6 +10,7 @@ import type { ResolvedHandlerOptions } from '../config/handler-definitions';
 import type { DeadLetterSink, EntryHandler } from '../consumer/consumer.types';
 import { PauseWatchPool } from '../consumer/pause-watch';
 import { SharedReadPool } from '../consumer/shared-read-pool';
+import { PartitionedConsumer } from '../consumer/partitioned-consumer';
 import { StreamConsumer } from '../consumer/stream-consumer';
 import { EchoStreamConnections } from './echo-stream.connections';
 import { ECHO_STREAM_OPTIONS } from '../config/constants';
@@ -17,7 +18,8 @@ import type { DeadLetterDefinition, HandlerDefinition } from '../config/handler-
 import { EchoStreamExplorer } from '../discovery/echo-stream.explorer';
 import { messages } from '../config/messages';
 import type { ResolvedModuleOptions } from '../config/module-options';
-import { ConsumerRegistry } from './echo-stream.registry';
+import { ConsumerRegistry, type ConsumerLoop } from './echo-stream.registry';
+import { checkPartitionCounts } from './partition-counts';
 import { HandlerPipelineFactory } from '../handlers/handler-pipeline.factory';
 import { ConsumerTracing } from '../tracing/consumer-tracing';
 import { loadOtel } from '../tracing/otel-api';
@@ -66,9 +68,13 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
     @Inject(ECHO_STREAM_OPTIONS) private readonly options: ResolvedModuleOptions,
   ) {}
 
-  /** Validates every handler's options (a bad one fails bootstrap), then starts unless `autoStart: false`. */
-  onApplicationBootstrap(): void {
-    this.plan();
+  /**
+   * Validates every handler's options (a bad one fails bootstrap) and the partition count of each
+   * partitioned stream against the stored one, then starts unless `autoStart: false`.
+   */
+  async onApplicationBootstrap(): Promise<void> {
+    const planned = this.plan();
+    await checkPartitionCounts(this.connections.client.partitions, planned);
     if (this.options.autoStart) this.start();
   }
 
@@ -145,7 +151,7 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
   private createConsumer(
     definition: HandlerDefinition,
     options: ResolvedHandlerOptions,
-  ): StreamConsumer {
+  ): ConsumerLoop {
     const call = this.pipelines.build(definition, options.batch);
     const handler: EntryHandler = options.batch
       ? {
@@ -153,6 +159,32 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
           call: call as (messages: StreamMessage<unknown>[]) => BatchAcks | Promise<BatchAcks>,
         }
       : { batch: false, call: call as (message: StreamMessage<unknown>) => unknown };
+    const common = {
+      stream: definition.stream,
+      group: definition.group,
+      consumer: this.options.consumerName,
+      handlerName: definition.name,
+      options,
+      handler,
+      deadLetters: deadLetterSink(
+        this.explorer.deadLetters.filter(
+          (d) =>
+            (d.stream === undefined || d.stream === definition.stream) &&
+            (d.group === undefined || d.group === definition.group),
+        ),
+      ),
+      logger: new Logger(`${definition.stream}/${definition.group}`),
+      tracing: this.otel && new ConsumerTracing(this.otel, definition.stream, definition.group),
+    };
+    if (options.partitions !== null)
+      return new PartitionedConsumer({
+        ...common,
+        count: options.partitions,
+        leaseMs: options.partitionLeaseMs,
+        stopTimeoutMs: this.options.shutdownTimeoutMs,
+        leases: this.connections.client.partitions,
+        openClient: () => this.connections.createLoopClient(),
+      });
     return new StreamConsumer({
       stream: definition.stream,
       group: definition.group,

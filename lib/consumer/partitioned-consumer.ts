@@ -1,0 +1,173 @@
+import { partitionStreamOf } from '../codec/partition-key';
+import type {
+  ConsumerSnapshot,
+  ConsumerState,
+  OwnedPartitionInfo,
+} from '../interfaces/consumer-snapshot.interface';
+import type { PartitionLeases } from '../redis/stream-roles';
+import type { StreamsClient } from '../redis/stream-roles';
+import type { StreamConsumerConfig } from './consumer.types';
+import { PartitionOwnership, type PartitionLoop } from './partition-ownership';
+import { StreamConsumer } from './stream-consumer';
+
+/** What a partitioned handler needs beside a plain loop's config. */
+export interface PartitionedConsumerConfig extends Omit<
+  StreamConsumerConfig,
+  'client' | 'reader' | 'pauses' | 'ownsClient' | 'partition'
+> {
+  /** The partition count (`partitions`). */
+  readonly count: number;
+  /** `partitionLeaseMs`. */
+  readonly leaseMs: number;
+  /** How long a loop giving up its partition may take to finish its entries in hand. */
+  readonly stopTimeoutMs: number;
+  /** Where the leases are kept (the app's shared connection). */
+  readonly leases: PartitionLeases;
+  /** A connection of its own for the loop of one partition (closed with the loop). */
+  openClient(): StreamsClient;
+}
+
+/** Sums of the counters of every partition loop that ran here. */
+const SUMMED = [
+  'totalRead',
+  'totalAcked',
+  'totalDlq',
+  'totalErrors',
+  'totalDeleted',
+  'totalDuplicates',
+  'totalStale',
+  'retrying',
+  'totalRetries',
+  'tpsIn',
+  'tpsOut',
+] as const;
+
+/**
+ * A handler on a partitioned stream (docs/partitions.md): the partitions this process owns
+ * ({@link PartitionOwnership}), each read by a {@link StreamConsumer} of its own over the
+ * partition's stream (`<stream>:p:<i>`) with per-key lanes. A partition just taken first gets
+ * the previous owner's pending entries claimed to this consumer, which the loop's first beat
+ * (its own PEL drain) handles in stream order before it reads new entries. Seen from the app as
+ * one loop on `stream` (stats, health, the dashboard).
+ */
+export class PartitionedConsumer {
+  readonly stream: string;
+  readonly group: string;
+  private readonly ownership: PartitionOwnership;
+  private readonly loops = new Map<number, StreamConsumer>();
+  /** Figures of the loops that ended here (a hand-over), kept in the sums. */
+  private readonly ended: ConsumerSnapshot[] = [];
+  private readonly stopSwitch = new AbortController();
+  private state: ConsumerState = 'starting';
+  private stopped: Promise<void> | null = null;
+
+  constructor(private readonly config: PartitionedConsumerConfig) {
+    this.stream = config.stream;
+    this.group = config.group;
+    this.ownership = new PartitionOwnership({
+      stream: config.stream,
+      group: config.group,
+      member: config.consumer,
+      where: `${config.handlerName} on ${config.stream}/${config.group}`,
+      count: config.count,
+      leaseMs: config.leaseMs,
+      stopTimeoutMs: config.stopTimeoutMs,
+      leases: config.leases,
+      logger: config.logger,
+      open: (partition, generation) => this.open(partition, generation),
+      now: config.now,
+    });
+  }
+
+  /** Aborted when the handler is asked to stop. */
+  get signal(): AbortSignal {
+    return this.stopSwitch.signal;
+  }
+
+  /** Where the loops copy their dead letters; `false` for none. */
+  get deadLetterStream(): string | false {
+    return this.config.options.deadLetterStream;
+  }
+
+  /** Starts taking partitions (idempotent). */
+  start(): void {
+    if (this.stopped) return;
+    this.state = 'running';
+    this.ownership.start();
+  }
+
+  /** The partitions owned here now, with their lease generation. */
+  owned(): OwnedPartitionInfo[] {
+    return this.ownership.owned();
+  }
+
+  /** The figures of every partition loop that ran here, summed, and the partitions owned now. */
+  snapshot(): ConsumerSnapshot {
+    const all = [...this.ended, ...[...this.loops.values()].map((l) => l.snapshot())];
+    const sums = Object.fromEntries(
+      SUMMED.map((name) => [name, all.reduce((sum, s) => sum + s[name], 0)]),
+    ) as Record<(typeof SUMMED)[number], number>;
+    const live = [...this.loops.values()].map((l) => l.snapshot());
+    const degraded = live.some((s) => s.state === 'degraded');
+    const lastError = all.map((s) => s.lastError).find((e) => e !== null) ?? null;
+    return {
+      stream: this.stream,
+      group: this.group,
+      consumer: this.config.consumer,
+      handler: this.config.handlerName,
+      state: degraded && this.state === 'running' ? 'degraded' : this.state,
+      ...sums,
+      lastError,
+      partitions: this.owned(),
+    };
+  }
+
+  /**
+   * Stops: every loop finishes its entries in hand (up to `timeoutMs`), every lease is freed and
+   * this member leaves, so the other processes take the partitions at once.
+   */
+  stop(timeoutMs: number): Promise<void> {
+    this.stopped ??= (async () => {
+      this.state = 'stopping';
+      this.stopSwitch.abort();
+      void timeoutMs; // each loop is bounded by `stopTimeoutMs`, the same shutdown timeout
+      await this.ownership.stop();
+      this.state = 'stopped';
+    })();
+    return this.stopped;
+  }
+
+  /** Starts the loop of a partition just taken, after claiming what its last owner left pending. */
+  private async open(partition: number, generation: number): Promise<PartitionLoop> {
+    const { config } = this;
+    const stream = partitionStreamOf(config.stream, partition);
+    const client = config.openClient();
+    try {
+      await client.createGroup(stream, config.group, config.options.startId);
+      // the previous owner's pending entries become ours: the loop's own PEL drain runs them first
+      for (let cursor = '0-0'; ;) {
+        const page = await client.autoClaim(stream, config.group, config.consumer, 0, cursor, 500);
+        cursor = page.cursor;
+        if (cursor === '0-0') break;
+      }
+    } catch (err) {
+      await client.close().catch(() => undefined);
+      throw err;
+    }
+    const loop = new StreamConsumer({
+      ...config,
+      stream,
+      client,
+      partition: { index: partition, generation },
+    });
+    this.loops.set(partition, loop);
+    loop.start();
+    return {
+      stop: async (timeoutMs) => {
+        await loop.stop(timeoutMs);
+        if (this.loops.get(partition) === loop) this.loops.delete(partition);
+        this.ended.push(loop.snapshot());
+      },
+    };
+  }
+}

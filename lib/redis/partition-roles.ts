@@ -1,0 +1,54 @@
+/**
+ * What the library may ask of Redis about partitioned streams (docs/partitions.md): a leaf of
+ * types, as stream-roles.ts.
+ */
+
+/** What a lease heartbeat saw: the live members of the group and who owns each partition. */
+export interface LeaseView {
+  /** Live members, sorted by name (every process sorts the same list the same way). */
+  readonly members: readonly string[];
+  /** Per partition (index = partition): its owner (`null`: free or expired) and generation. */
+  readonly owners: ReadonlyArray<{ readonly owner: string | null; readonly generation: number }>;
+}
+
+/**
+ * The partition count and leases of partitioned streams (docs/partitions.md "Leases"): scripts
+ * that compare and set on the server's clock.
+ */
+export interface PartitionLeases {
+  /** Stores `count` as the stream's partition count unless one is stored (SET NX); the stored one. */
+  ensureCount(stream: string, count: number): Promise<number>;
+  /** The stored partition count of `stream`; `null` when none is stored. */
+  storedCount(stream: string): Promise<number | null>;
+  /**
+   * Renews `member` and its leases of the `held` partitions; the live members and every
+   * partition's owner.
+   */
+  heartbeat(
+    stream: string,
+    group: string,
+    member: string,
+    count: number,
+    leaseMs: number,
+    held: readonly number[],
+  ): Promise<LeaseView>;
+  /**
+   * Takes the leases of `partitions` that are free, expired or recorded for `member` (its earlier
+   * run); the generation grows on each. A generation per partition (0: not taken).
+   */
+  acquire(
+    stream: string,
+    group: string,
+    member: string,
+    leaseMs: number,
+    partitions: readonly number[],
+  ): Promise<number[]>;
+  /** Frees the leases of `partitions` that `member` holds; `leave`: it leaves the members too. */
+  release(
+    stream: string,
+    group: string,
+    member: string,
+    partitions: readonly number[],
+    leave: boolean,
+  ): Promise<number>;
+}
