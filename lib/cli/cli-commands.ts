@@ -3,6 +3,7 @@ import type { CommandContext } from './command-context';
 import { fieldsToRecord } from '../codec/codecs';
 import { fieldsText } from '../codec/fields-text';
 import { duration, safeText, table } from './format';
+import { inspectPartitioned } from './partition-inspect';
 
 export type { CommandContext } from './command-context';
 
@@ -91,6 +92,9 @@ export const COMMANDS: Record<string, CommandSpec> = {
     positionals: ['stream'],
     example: 'echo-stream inspect orders',
     async run(ctx, { positionals: [stream] }) {
+      // a partitioned stream: no stream of that name, its partitions and their owners
+      if ((await ctx.browser.keyType(stream)) === 'none' && (await inspectPartitioned(ctx, stream)))
+        return;
       await requireStream(ctx, stream);
       const [length, groups] = await Promise.all([
         ctx.client.length(stream),

@@ -5,8 +5,9 @@ import type {
   OwnedPartitionInfo,
 } from '../interfaces/consumer-snapshot.interface';
 import type { PartitionLeases } from '../redis/stream-roles';
-import type { StreamsClient } from '../redis/stream-roles';
+import type { StreamQueries, StreamsClient } from '../redis/stream-roles';
 import type { StreamConsumerConfig } from './consumer.types';
+import { PartitionLag } from './partition-lag';
 import { PartitionOwnership, type PartitionLoop } from './partition-ownership';
 import { StreamConsumer } from './stream-consumer';
 
@@ -23,6 +24,8 @@ export interface PartitionedConsumerConfig extends Omit<
   readonly stopTimeoutMs: number;
   /** Where the leases are kept (the app's shared connection). */
   readonly leases: PartitionLeases;
+  /** Where the lag of the owned partitions is read (the app's shared connection). */
+  readonly queries: Pick<StreamQueries, 'groups'>;
   /** A connection of its own for the loop of one partition (closed with the loop). */
   openClient(): StreamsClient;
 }
@@ -60,10 +63,17 @@ export class PartitionedConsumer {
   private readonly stopSwitch = new AbortController();
   private state: ConsumerState = 'starting';
   private stopped: Promise<void> | null = null;
+  private readonly lag: PartitionLag;
 
   constructor(private readonly config: PartitionedConsumerConfig) {
     this.stream = config.stream;
     this.group = config.group;
+    this.lag = new PartitionLag(
+      config.queries,
+      config.group,
+      (partition) => partitionStreamOf(config.stream, partition),
+      config.now,
+    );
     this.ownership = new PartitionOwnership({
       stream: config.stream,
       group: config.group,
@@ -96,9 +106,11 @@ export class PartitionedConsumer {
     this.ownership.start();
   }
 
-  /** The partitions owned here now, with their lease generation. */
+  /** The partitions owned here now, with their lease generation and last known lag. */
   owned(): OwnedPartitionInfo[] {
-    return this.ownership.owned();
+    const owned = this.ownership.owned();
+    this.lag.refresh(owned.map((o) => o.partition));
+    return owned.map((o) => ({ ...o, lag: this.lag.of(o.partition) }));
   }
 
   /** The figures of every partition loop that ran here, summed, and the partitions owned now. */

@@ -52,6 +52,11 @@ export interface OwnedPartitionInfo {
   readonly partition: number;
   /** The generation of the lease (grows on every take-over). */
   readonly generation: number;
+  /**
+   * Entries of the partition not yet delivered to the group, as of the last check (every 2 s);
+   * `null` before the first one or where the server cannot tell.
+   */
+  readonly lag: number | null;
 }
 
 /** One consumer of a group, as Redis reports it. */

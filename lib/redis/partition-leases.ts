@@ -7,7 +7,7 @@ import {
 } from './partition-leases.script';
 import { isNoScriptError } from './redis-errors';
 import { slotKeyNextTo } from './slot-keys';
-import type { LeaseView, PartitionLeases } from './partition-roles';
+import type { LeaseRow, LeaseView, PartitionLeases } from './partition-roles';
 
 const SHAS = new Map<string, string>();
 
@@ -80,6 +80,26 @@ export class RedisPartitionLeases implements PartitionLeases {
     return Number(
       await this.run(LEASE_RELEASE_SCRIPT, keys, [member, leave ? '1' : '0', ...partitions]),
     );
+  }
+
+  async table(stream: string, group: string, count: number): Promise<LeaseRow[]> {
+    const [flat, time] = (await Promise.all([
+      this.link.send(['HGETALL', leaseKeyOf(stream, group)]),
+      this.link.send(['TIME']),
+    ])) as [string[], [string, string]];
+    const fields = new Map<string, string>();
+    for (let i = 0; i + 1 < flat.length; i += 2) fields.set(flat[i], flat[i + 1]);
+    const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
+    return Array.from({ length: count }, (_, partition) => {
+      const owner = fields.get(`o:${partition}`) ?? '';
+      const leftMs = Math.max(0, Number(fields.get(`e:${partition}`) ?? 0) - now);
+      return {
+        partition,
+        owner: owner === '' || leftMs === 0 ? null : owner,
+        generation: Number(fields.get(`g:${partition}`) ?? 0),
+        leftMs: owner === '' ? 0 : leftMs,
+      };
+    });
   }
 
   /** EVALSHA, and EVAL when the server does not have the script yet. */

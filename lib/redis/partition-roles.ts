@@ -51,4 +51,18 @@ export interface PartitionLeases {
     partitions: readonly number[],
     leave: boolean,
   ): Promise<number>;
+  /**
+   * The leases of `group` as they stand (read only): per partition its owner (`null`: free or
+   * expired), generation and the ms its lease has left.
+   */
+  table(stream: string, group: string, count: number): Promise<LeaseRow[]>;
+}
+
+/** One partition's lease, as `PartitionLeases.table` reads it. */
+export interface LeaseRow {
+  readonly partition: number;
+  readonly owner: string | null;
+  readonly generation: number;
+  /** Ms until the lease ends (0 when free or expired). */
+  readonly leftMs: number;
 }

@@ -11,7 +11,7 @@ import type { RawEntry } from './reply-shapes';
 export type { RawEntry } from './reply-shapes';
 export type { ConnectionMonitor } from './connection-monitor';
 import type { PartitionLeases } from './partition-roles';
-export type { LeaseView, PartitionLeases } from './partition-roles';
+export type { LeaseRow, LeaseView, PartitionLeases } from './partition-roles';
 
 /** One row of XPENDING's extended form. */
 export interface PendingRow {

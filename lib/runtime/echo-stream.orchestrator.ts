@@ -183,6 +183,7 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
         leaseMs: options.partitionLeaseMs,
         stopTimeoutMs: this.options.shutdownTimeoutMs,
         leases: this.connections.client.partitions,
+        queries: this.connections.client,
         openClient: () => this.connections.createLoopClient(),
       });
     return new StreamConsumer({

@@ -227,6 +227,21 @@ export const METRICS: readonly MetricDefinition[] = [
         return value === null ? [] : [{ labels: loopLabels(s), value }];
       }),
   })),
+  {
+    name: 'echo_stream_partition_lag',
+    type: 'gauge',
+    help:
+      'A partitioned stream: one series per partition this process owns (label partition), ' +
+      'entries of the partition not yet delivered to the group (-1 where the server cannot tell).',
+    labelNames: [...LOOP_LABEL_NAMES, 'partition'],
+    samples: ({ snapshots }) =>
+      snapshots.flatMap((s) =>
+        (s.partitions ?? []).map((p) => ({
+          labels: { ...loopLabels(s), partition: String(p.partition) },
+          value: p.lag ?? -1,
+        })),
+      ),
+  },
   ...RETENTION_FAMILIES.map((family): MetricDefinition => ({
     name: family.name,
     type: family.type,

@@ -17,6 +17,7 @@ import {
 } from '../../lib';
 import { CaptureLogger, createEchoStreamApp } from '../faults/support/nest-app';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
+import { runCliProcess } from '../support/cli-process';
 import { waitFor } from '../support/wait-for';
 
 let server: RedisServer;
@@ -188,6 +189,34 @@ describe('partitioned handlers', () => {
     // Nest's loggers are process-wide: the last app's logger gets every app's lines
     const rebalances = b.logger.matching(/partitions owned \[.*\] -> \[/);
     expect(rebalances.some((l) => /-> \[0,1,2\] \(2 member\(s\)\)/.test(l))).toBe(true);
+
+    // visible: the lag of each owned partition in the snapshot and Prometheus, the owners in
+    // `echo-stream inspect`
+    await waitFor(() => statsOf(a.app).partitions?.every((p) => p.lag === 0), {
+      timeoutMs: 5000,
+      message: 'lag 0 read for every owned partition',
+    });
+    const metrics = await a.app.get(ConsumerStats).prometheus();
+    for (const p of statsOf(a.app).partitions!)
+      expect(metrics).toContain(
+        `echo_stream_partition_lag{stream="${stream}",group="g",consumer="a",handler="Handler.handle",partition="${p.partition}"} 0`,
+      );
+    const inspected = await runCliProcess(['--url', server.url, '--json', 'inspect', stream]);
+    expect(inspected.stderr).toBe('');
+    const view = JSON.parse(inspected.stdout) as {
+      partitions: number;
+      length: number;
+      groups: Array<{
+        group: string;
+        partitions: Array<{ owner: string; generation: number; pending: number }>;
+      }>;
+    };
+    expect(view).toMatchObject({ partitions: 6, length: 120 });
+    expect(view.groups.map((g) => g.group)).toEqual(['g']);
+    expect(view.groups[0].partitions.map((p) => p.owner)).toEqual(['a', 'a', 'a', 'b', 'b', 'b']);
+    const text = await runCliProcess(['--url', server.url, 'inspect', stream]);
+    expect(text.stdout).toMatch(/partitioned, 6 partition\(s\), 120 entries, 1 group\(s\)/);
+    expect(text.stdout).toMatch(/PARTITION +OWNER +GENERATION +LEASE LEFT +LENGTH +PENDING +LAG/);
 
     // a graceful stop: b's partitions move to a within about a second
     const stoppedAt = Date.now();
