@@ -64,6 +64,23 @@ export interface GroupView {
   tpsOut: number | null;
   /** The last minute of `tpsIn` / `tpsOut`, one sample per overview read at most every second. */
   sparkline: RateSeries;
+  /**
+   * A partitioned stream (docs/partitions.md): each partition's owner, lease and figures; the
+   * group's `pending` and `lag` are their sums. Absent for a plain stream.
+   */
+  partitions?: PartitionView[];
+}
+
+/** One partition of a partitioned stream's group, on the dashboard. */
+export interface PartitionView {
+  partition: number;
+  /** The consumer holding its lease; `null` when free or expired. */
+  owner: string | null;
+  generation: number;
+  /** Ms its lease has left. */
+  leftMs: number;
+  pending: number;
+  lag: number | null;
 }
 
 /** One row of a group's PEL. */

@@ -21,6 +21,7 @@ import type {
 } from './dashboard-views';
 import { readDeadLetterPage } from './dead-letter-reader';
 import { cutText, MAX_NAME_CHARS, PageBudget, previewFields } from './page-budget';
+import { partitionedGroupViews } from './partitioned-group-view';
 import { DeadLetterCounter } from './dead-letter-counts';
 import { RateHistory } from './rate-history';
 
@@ -176,6 +177,21 @@ export class DashboardService {
   ): Promise<StreamView> {
     const client = this.connections.client;
     try {
+      // a partitioned stream has no stream of its name: its partitions make its group rows
+      const partitioned = loops.some((l) => l.stream === stream && l.partitions)
+        ? await partitionedGroupViews(client, stream, loops)
+        : null;
+      if (partitioned) {
+        const { length, groups: views } = partitioned;
+        return {
+          stream,
+          length,
+          groups: views,
+          deadLetters: 0,
+          deadLettersExact: true,
+          entriesAdded: null,
+        };
+      }
       const [length, groups] = await Promise.all([client.length(stream), client.groups(stream)]);
       const counters = groups.length > 0 ? await client.browser().counters(stream) : undefined;
       const letters = groups.length > 0 ? await this.deadLetterCounts(stream) : undefined;

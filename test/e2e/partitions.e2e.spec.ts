@@ -10,11 +10,13 @@ import { Redis } from 'ioredis';
 import {
   ConsumerStats,
   crc32,
+  EchoStreamDashboardModule,
   EchoStreamConfigError,
   StreamHandler,
   StreamProducer,
   type StreamMessage,
 } from '../../lib';
+import { DashboardService } from '../../lib/dashboard/dashboard.service';
 import { CaptureLogger, createEchoStreamApp } from '../faults/support/nest-app';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
 import { runCliProcess } from '../support/cli-process';
@@ -74,7 +76,7 @@ async function startApp(
       call.endedAt = Date.now();
     }
   }
-  @Module({ providers: [Handler] })
+  @Module({ imports: [EchoStreamDashboardModule.register()], providers: [Handler] })
   class HandlerModule {}
   const logger = new CaptureLogger();
   const app = await createEchoStreamApp(
@@ -217,6 +219,13 @@ describe('partitioned handlers', () => {
     const text = await runCliProcess(['--url', server.url, 'inspect', stream]);
     expect(text.stdout).toMatch(/partitioned, 6 partition\(s\), 120 entries, 1 group\(s\)/);
     expect(text.stdout).toMatch(/PARTITION +OWNER +GENERATION +LEASE LEFT +LENGTH +PENDING +LAG/);
+
+    // the dashboard's group row: owners and partitions, pending and lag summed
+    const overview = await a.app.get(DashboardService).overview();
+    const row = overview.streams.find((v) => v.stream === stream);
+    expect(row).toMatchObject({ length: 120, groups: [{ group: 'g', state: 'running', lag: 0 }] });
+    expect(row!.groups[0].consumers.map((c) => c.name).sort()).toEqual(['a', 'b']);
+    expect(row!.groups[0].partitions!.map((p) => p.owner)).toEqual(['a', 'a', 'a', 'b', 'b', 'b']);
 
     // a graceful stop: b's partitions move to a within about a second
     const stoppedAt = Date.now();

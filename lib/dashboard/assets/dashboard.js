@@ -251,7 +251,10 @@
   function groupRow(stream, g) {
     const key = stream.stream + '/' + g.group;
     const selected = view.stream === stream.stream && view.group === g.group;
-    const consumers = g.consumers.map((c) => c.name + ' (' + c.pending + ')').join(', ');
+    // a partitioned stream: each owner with the partitions it holds
+    const consumers = g.partitions
+      ? g.consumers.map((c) => c.name + ' [' + g.partitions.filter((p) => p.owner === c.name).map((p) => p.partition).join(',') + ']').join(', ')
+      : g.consumers.map((c) => c.name + ' (' + c.pending + ')').join(', ');
     return el('tr', { class: 'group-row' + (selected ? ' selected' : ''), 'data-group': key, 'data-stream': stream.stream, 'data-group-name': g.group },
       el('td', { class: 'indent' }),
       el('td', { 'data-field': 'group' }, g.group),
