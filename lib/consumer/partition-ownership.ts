@@ -88,18 +88,16 @@ export class PartitionOwnership {
   }
 
   /**
-   * Stops ticking, stops every loop (entries in hand finish, up to `stopTimeoutMs`), frees every
-   * lease and leaves the group's members, so the others take the partitions on their next tick.
+   * Stops ticking, stops every loop (entries in hand finish, up to `timeoutMs`, by default
+   * `stopTimeoutMs`), frees every lease and leaves the group's members, so the others take the
+   * partitions on their next tick.
    */
-  async stop(): Promise<void> {
+  async stop(timeoutMs = this.config.stopTimeoutMs): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
     await this.ticking;
     const held = [...this.held.values()];
-    await Promise.all([
-      ...held.map((h) => h.loop?.stop(this.config.stopTimeoutMs)),
-      ...this.handingOver.values(),
-    ]);
+    await Promise.all([...held.map((h) => h.loop?.stop(timeoutMs)), ...this.handingOver.values()]);
     this.held.clear();
     const { stream, group, member, leases } = this.config;
     try {

@@ -142,8 +142,7 @@ export class PartitionedConsumer {
     this.stopped ??= (async () => {
       this.state = 'stopping';
       this.stopSwitch.abort();
-      void timeoutMs; // each loop is bounded by `stopTimeoutMs`, the same shutdown timeout
-      await this.ownership.stop();
+      await this.ownership.stop(timeoutMs);
       this.state = 'stopped';
     })();
     return this.stopped;
