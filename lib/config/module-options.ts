@@ -39,6 +39,8 @@ export interface ResolvedModuleOptions {
   publishTimeoutMs: number;
   /** `producer.idempotent`: publish idempotently unless a call says otherwise. */
   idempotentPublish: boolean;
+  /** `producer.partitions`: the partition count of each partitioned stream published to. */
+  producerPartitions: Readonly<Record<string, number>>;
   idempotencyWindowMs: number;
   /** Retention rules, validated (docs/operations.md "Retention and archive"). */
   retention: ResolvedRetentionRule[];
@@ -163,7 +165,8 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
       messages.badOption(where, 'producer', '{ idempotent?: boolean }', producer),
     );
   }
-  checkKnown(`${where} producer`, producer, ['idempotent']);
+  checkKnown(`${where} producer`, producer, ['idempotent', 'partitions']);
+  const producerPartitions = checkProducerPartitions(where, producer.partitions);
   const idempotentPublish = producer.idempotent ?? false;
   if (typeof idempotentPublish !== 'boolean') {
     throw new EchoStreamConfigError(
@@ -186,6 +189,7 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
     sharedReads,
     publishTimeoutMs,
     idempotentPublish,
+    producerPartitions,
     idempotencyWindowMs,
     retention: retention.rules,
     retentionIntervalMs: retention.intervalMs,
@@ -339,4 +343,18 @@ function checkPartitionOptions(where: string, o: Partial<StreamHandlerOptions>):
       messages.badOption(where, 'partitions', 'null with batch: true', o.partitions),
     );
   }
+}
+
+/** `producer.partitions`: stream names to integers from 1 to 1024. */
+function checkProducerPartitions(where: string, value: unknown): Record<string, number> {
+  if (value === undefined) return {};
+  const what = '{ [stream]: an integer from 1 to 1024 }';
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new EchoStreamConfigError(messages.badOption(where, 'producer.partitions', what, value));
+  for (const [stream, count] of Object.entries(value))
+    if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > 1024)
+      throw new EchoStreamConfigError(
+        messages.badOption(where, `producer.partitions['${stream}']`, what, count),
+      );
+  return { ...(value as Record<string, number>) };
 }

@@ -99,4 +99,12 @@ export interface EchoStreamProducerOptions {
    * @see docs/publishing.md "Idempotent publish"
    */
   idempotent?: boolean;
+  /**
+   * The partition count of each partitioned stream this app publishes to with `{ key }`, e.g.
+   * `{ orders: 16 }`: stored at bootstrap unless one is (SET NX); a different stored count fails
+   * bootstrap. A keyed publish to a stream not listed uses the stored count.
+   * @default {}
+   * @see docs/partitions.md "Partition count"
+   */
+  partitions?: Record<string, number>;
 }

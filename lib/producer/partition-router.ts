@@ -1,5 +1,6 @@
 import { PARTITION_KEY_FIELD, partitionOf, partitionStreamOf } from '../codec/partition-key';
 import { describeValue as describe } from '../config/describe-value';
+import { EchoStreamConfigError } from '../errors/echo-stream-config.error';
 import type { PartitionLeases } from '../redis/stream-roles';
 
 /** Where a keyed publish goes: the partition stream, and the field that records the key. */
@@ -18,7 +19,32 @@ export interface KeyedTarget {
 export class PartitionRouter {
   private readonly counts = new Map<string, number>();
 
-  constructor(private readonly leases: () => PartitionLeases | undefined) {}
+  /**
+   * @param configured `producer.partitions`: a call that says no `partitions` uses these.
+   */
+  constructor(
+    private readonly leases: () => PartitionLeases | undefined,
+    private readonly configured: Readonly<Record<string, number>> = {},
+  ) {}
+
+  /**
+   * Stores the configured counts unless stored (SET NX) and fails on a stored one that differs.
+   * @throws EchoStreamConfigError naming the stream, the stored count and the configured one.
+   */
+  async checkConfigured(): Promise<void> {
+    if (Object.keys(this.configured).length === 0) return; // no connection opened for nothing
+    const leases = this.leases();
+    if (!leases) return;
+    for (const [stream, count] of Object.entries(this.configured)) {
+      const stored = await leases.ensureCount(stream, count);
+      if (stored !== count)
+        throw new EchoStreamConfigError(
+          `StreamProducer: stream '${stream}' is stored with ${stored} partition(s), configured ` +
+            `with ${count} (producer.partitions); the count of a partitioned stream is fixed`,
+        );
+      this.counts.set(stream, stored);
+    }
+  }
 
   /**
    * @throws TypeError (as a rejection, nothing written) on a key that is not a non-empty string,
@@ -45,7 +71,11 @@ export class PartitionRouter {
       throw new TypeError(
         `StreamProducer.${method}(): option 'partitions' must be an integer from 1 to 1024, got ${describe(partitions)}`,
       );
-    const count = await this.countOf(method, stream, partitions);
+    const count = await this.countOf(
+      method,
+      stream,
+      (partitions as number | undefined) ?? this.configured[stream],
+    );
     return {
       stream: partitionStreamOf(stream, partitionOf(key, count)),
       keyFields: [PARTITION_KEY_FIELD, key],

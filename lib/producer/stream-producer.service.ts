@@ -1,4 +1,10 @@
-import { Inject, Injectable, OnApplicationShutdown, Optional } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  OnApplicationBootstrap,
+  OnApplicationShutdown,
+  Optional,
+} from '@nestjs/common';
 import { encodeEntry, errorText } from '../codec/codecs';
 import { ECHO_STREAM_OPTIONS } from '../config/constants';
 import { EchoStreamConnections } from '../runtime/echo-stream.connections';
@@ -46,7 +52,7 @@ interface Idempotency {
  * strictly increasing in publish order.
  */
 @Injectable()
-export class StreamProducer implements OnApplicationShutdown {
+export class StreamProducer implements OnApplicationBootstrap, OnApplicationShutdown {
   /**
    * PRODUCER spans and trace fields, when `@opentelemetry/api` is installed (docs/observability.md
    * "Tracing").
@@ -65,11 +71,22 @@ export class StreamProducer implements OnApplicationShutdown {
     const otel = loadOtel();
     this.tracing = otel ? new ProducerTracing(otel) : undefined;
     this.durableLink = new DurablePublishLink(options, () => connections.client);
-    this.router = new PartitionRouter(() => connections.client.partitions);
+    this.router = new PartitionRouter(
+      () => connections.client.partitions,
+      options?.producerPartitions,
+    );
     this.idempotency = {
       byDefault: options?.idempotentPublish ?? false,
       windowMs: options?.idempotencyWindowMs ?? DEFAULT_IDEMPOTENCY_WINDOW_MS,
     };
+  }
+
+  /**
+   * Stores the `producer.partitions` counts unless stored; a stored count that differs fails
+   * bootstrap (docs/partitions.md "Partition count").
+   */
+  async onApplicationBootstrap(): Promise<void> {
+    await this.router.checkConfigured();
   }
 
   /** Closes the durable publishes' connection, if one was opened. */

@@ -74,7 +74,9 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
    */
   async onApplicationBootstrap(): Promise<void> {
     const planned = this.plan();
-    await checkPartitionCounts(this.connections.client.partitions, planned);
+    // only an app with a partitioned handler opens the shared connection here
+    if (planned.some((p) => p.options.partitions !== null))
+      await checkPartitionCounts(this.connections.client.partitions, planned);
     if (this.options.autoStart) this.start();
   }
 

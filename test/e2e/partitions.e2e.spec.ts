@@ -141,6 +141,34 @@ describe('keyed publish', () => {
     ).rejects.toThrow(`stream '${stream}' is stored with 8 partition(s), this call says 4`);
     expect(await redis.xlen(`${stream}:p:1`)).toBe(3);
   });
+
+  it('stores producer.partitions at bootstrap and fails bootstrap on a different stored count', async () => {
+    const stream = fresh();
+    @Module({})
+    class Empty {}
+    const first = await createEchoStreamApp(
+      { connection: server.url, producer: { partitions: { [stream]: 3 } } },
+      Empty,
+      new CaptureLogger(),
+    );
+    apps.push(first);
+    await first.init();
+    expect(await redis.get(`{${stream}}:echo-partitions`)).toBe('3');
+    // the configured count routes a publish that says none
+    const receipt = await first.get(StreamProducer).publish(stream, { a: 1 }, { key: 'acct-42' });
+    expect(await redis.xrange(`${stream}:p:${1198172233 % 3}`, '-', '+')).toEqual([
+      [receipt.entryId, ['id', receipt.id, 'data', '{"a":1}', 'pkey', 'acct-42']],
+    ]);
+    const second = await createEchoStreamApp(
+      { connection: server.url, producer: { partitions: { [stream]: 5 } } },
+      Empty,
+      new CaptureLogger(),
+    );
+    apps.push(second);
+    await expect(second.init()).rejects.toThrow(
+      `stream '${stream}' is stored with 3 partition(s), configured with 5 (producer.partitions)`,
+    );
+  });
 });
 
 describe('partitioned handlers', () => {
