@@ -85,6 +85,9 @@ export class RedisStreamWrites implements StreamWrites, DurableWrites, Idempoten
     const redis = this.link.connection;
     const args = (part: readonly IdempotentItem[]) =>
       idempotentArgs(stream, part, windowMs, maxLen, true);
+    // NOTE: the script rewrites a repeat's index key (`touch`) because Redis 8 and Valkey
+    // answer a WAIT after a command that wrote nothing at once (only the connection's own
+    // earlier writes count); Redis 7.0 counted up to the master's offset of that moment.
     // one script call then the WAIT. The first on this link sends the script's text: a NOSCRIPT
     // reply would cost a WAIT for nothing (it runs all the same, up to replicaTimeoutMs). A
     // NOSCRIPT later (a restarted server, another Cluster node): the same pipeline with the text.
