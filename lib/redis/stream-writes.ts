@@ -15,12 +15,6 @@ type Command = Array<string | number>;
  * pipeline per hash slot on a Cluster, all in flight at once), XADDs with a WAIT, XDEL.
  */
 export class RedisStreamWrites implements StreamWrites, DurableWrites, IdempotentWrites {
-  /**
-   * Whether a durable idempotent write already sent the script's text on this link: the first
-   * one sends EVAL (the server caches the script), later ones EVALSHA.
-   */
-  private scriptSent = false;
-
   constructor(private readonly link: CommandLink) {}
 
   async add(stream: string, fields: readonly string[], maxLen?: number): Promise<string> {
@@ -88,29 +82,15 @@ export class RedisStreamWrites implements StreamWrites, DurableWrites, Idempoten
     // NOTE: the script rewrites a repeat's index key (`touch`) because Redis 8 and Valkey
     // answer a WAIT after a command that wrote nothing at once (only the connection's own
     // earlier writes count); Redis 7.0 counted up to the master's offset of that moment.
-    // one script call then the WAIT. The first on this link sends the script's text: a NOSCRIPT
-    // reply would cost a WAIT for nothing (it runs all the same, up to replicaTimeoutMs). A
-    // NOSCRIPT later (a restarted server, another Cluster node): the same pipeline with the text.
-    const withText = (part: readonly IdempotentItem[]): Command => [
-      'EVAL',
-      IDEMPOTENT_ADD_SCRIPT,
-      ...args(part),
-    ];
+    // The script call then the WAIT, the call always with the script's text (EVAL): EVALSHA's
+    // NOSCRIPT (a restarted server, a Cluster node the text never went to) would come back with
+    // the WAIT already run for nothing, up to replicaTimeoutMs, before the write could be sent.
     const pipeline: WritePipeline<IdempotentItem> = {
-      exec: async (part, tail, asking) => {
-        const first = this.scriptSent
-          ? ['EVALSHA', IDEMPOTENT_ADD_SHA, ...args(part)]
-          : withText(part);
-        const sent = await this.exec([first], tail, asking);
-        if (!sent || !isNoScriptError(sent[0][0])) {
-          this.scriptSent ||= sent?.[0][0] === null;
-          return sent;
-        }
-        return this.exec([withText(part)], tail, asking);
-      },
+      exec: (part, tail, asking) =>
+        this.exec([['EVAL', IDEMPOTENT_ADD_SCRIPT, ...args(part)]], tail, asking),
       entryIds: ([result]) => {
         const [err, reply] = result;
-        if (err) throw this.link.monitor.explain(err, 'EVALSHA');
+        if (err) throw this.link.monitor.explain(err, 'EVAL');
         return idempotentAnswers(reply, items.length).map((answer) => answer.entryId);
       },
       cluster: isCluster(redis) ? redis : undefined,
