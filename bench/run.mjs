@@ -19,7 +19,8 @@
 //                         1,000/s of raw, raw-bp, node-redis and lib; results in bench/results/headline.*
 //   BENCH_FULL=1          also the slow extras (memory run of BullMQ c=50 and lib-c16)
 //   BENCH_ONLY=raw,lib    only these contenders (raw is always kept as the baseline)
-//   BENCH_WORKLOADS=drain,latency,idle,memory,retries,many-handlers   only these workloads
+//   BENCH_WORKLOADS=drain,latency,idle,memory,retries,many-handlers,effectively-once   only these
+//                         workloads (effectively-once runs bench/effectively-once.mjs in a child)
 //   BENCH_MANY_N / BENCH_MANY_IDLE_SECONDS / BENCH_MANY_SHARED_READS: see bench/many-handlers.mjs
 //   BENCH_LIB=/path/index.js   the library build to measure (default: dist/index.js)
 //   BENCH_LIB_VARIANTS=tag=/path/index.js,...   A/B: a per-entry contender 'lib@tag' per build
@@ -67,7 +68,11 @@ const IDLE_SECONDS = int('BENCH_IDLE_SECONDS', QUICK ? 1 : 10);
 const MEM_N = int('BENCH_MEM_N', QUICK ? 10_000 : 1_000_000);
 const WORKLOADS = (
   env.BENCH_WORKLOADS ??
-  (HEADLINE ? 'drain,latency' : 'drain,latency,idle,memory,retries,many-handlers')
+  (HEADLINE
+    ? 'drain,latency'
+    : QUICK
+      ? 'drain,latency,idle,memory,retries,many-handlers'
+      : 'drain,latency,idle,memory,retries,many-handlers,effectively-once')
 ).split(',');
 const LIB = resolve(env.BENCH_LIB ?? join(root, 'dist/index.js'));
 // '1': the library contenders; or a list of contender names
@@ -1004,6 +1009,14 @@ function markdown(report) {
     }
   }
   L.push(...manyHandlersMarkdown(report.manyHandlers, config.rounds));
+  if (report.effectivelyOnce) {
+    L.push(
+      '',
+      '## Effectively once (bench/effectively-once.mjs, ratios to the plain paths of its run)',
+      '',
+    );
+    L.push('```', report.effectivelyOnce.trim(), '```');
+  }
   L.push(...goalsMarkdown(report.goals, config.rounds));
   if (targets.length) {
     L.push('');
@@ -1236,6 +1249,17 @@ async function main() {
         rounds: ROUNDS,
         log,
       });
+    }
+    if (WORKLOADS.includes('effectively-once')) {
+      if (!existsSync(LIB)) throw new Error(`${LIB} not found: run 'npm run build' first`);
+      // Its own throw-away server and rounds; the script prints its tables, kept as they are.
+      log('bench: effectively once (node bench/effectively-once.mjs)');
+      report.effectivelyOnce = execFileSync(
+        process.execPath,
+        [join(here, 'effectively-once.mjs')],
+        { encoding: 'utf8', env: { ...env, BENCH_ROUNDS: String(ROUNDS) } },
+      );
+      log(report.effectivelyOnce.trim());
     }
     const noise = [
       ...report.runs.drain,
