@@ -15,10 +15,9 @@ export interface TriageRules {
   readonly signal: AbortSignal;
   /** True for an entry that waits for its retry here. */
   isWaitingRetry(entryId: string): boolean;
+  /** What a message's `saveCheckpoint(value)` calls (`Checkpoints.save`). */
+  saveCheckpoint(entryId: string, value: unknown): Promise<void>;
 }
-
-/** A message as decoded, before its checkpoint is attached (`Checkpoints.attach`). */
-export type DecodedMessage<T = unknown> = Omit<StreamMessage<T>, 'checkpoint' | 'saveCheckpoint'>;
 
 /** One read, sorted. Dead-letter candidates carry no handler error yet (`error` undefined). */
 export interface TriagedRead {
@@ -30,8 +29,11 @@ export interface TriagedRead {
   poison: DeadLetterCandidate[];
   /** Entries the codec cannot read; `error` says why. */
   undecodable: DeadLetterCandidate[];
-  /** The messages for the handler, in read order. */
-  fresh: DecodedMessage[];
+  /**
+   * The messages for the handler, in read order, built once here (the redeliveries get their
+   * `checkpoint` from `Checkpoints.attach`).
+   */
+  fresh: StreamMessage<unknown>[];
   /** The raw fields of each fresh message (same order), for trace context. */
   freshFields: Array<readonly string[]>;
 }
@@ -46,7 +48,7 @@ export function triage(
   counts: ReadonlyMap<string, number> | null,
   rules: TriageRules,
 ): TriagedRead {
-  const { codec, maxDeliveries } = rules;
+  const { codec, maxDeliveries, stream, group, consumer, signal, saveCheckpoint } = rules;
   const read: TriagedRead = {
     waitingRetries: [],
     deleted: [],
@@ -80,15 +82,18 @@ export function triage(
       read.undecodable.push({ entryId, fields, attempts, error: errorText(err) });
       continue;
     }
+    // one object literal of one shape per message: the hot path's only per-entry allocation
+    // besides the payload and the closure that binds saveCheckpoint to the entry
     read.fresh.push({
       id: decoded.id ?? entryId,
       entryId,
-      stream: rules.stream,
-      group: rules.group,
-      consumer: rules.consumer,
+      stream,
+      group,
+      consumer,
       payload: decoded.payload,
       attempts,
-      signal: rules.signal,
+      signal,
+      saveCheckpoint: (value: unknown) => saveCheckpoint(entryId, value),
     });
     read.freshFields.push(fields);
   }
