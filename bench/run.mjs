@@ -15,9 +15,12 @@
 //   BENCH_IDLE_SECONDS=10 idle window
 //   BENCH_MEM_N=1000000   entries of the memory run (RSS after N/10 vs after N)
 //   BENCH_QUICK=1         smoke run: tiny N, 1 round, short runs (CI; < 60 s)
+//   BENCH_HEADLINE=1      only what the README table needs (issue 25 goals): drain and latency at
+//                         1,000/s of raw, raw-bp, node-redis and lib; results in bench/results/headline.*
 //   BENCH_FULL=1          also the slow extras (memory run of BullMQ c=50 and lib-c16)
 //   BENCH_ONLY=raw,lib    only these contenders (raw is always kept as the baseline)
-//   BENCH_WORKLOADS=drain,latency,idle,memory,retries,many-handlers   only these workloads
+//   BENCH_WORKLOADS=drain,latency,idle,memory,retries,many-handlers,effectively-once   only these
+//                         workloads (effectively-once runs bench/effectively-once.mjs in a child)
 //   BENCH_MANY_N / BENCH_MANY_IDLE_SECONDS / BENCH_MANY_SHARED_READS: see bench/many-handlers.mjs
 //   BENCH_LIB=/path/index.js   the library build to measure (default: dist/index.js)
 //   BENCH_LIB_VARIANTS=tag=/path/index.js,...   A/B: a per-entry contender 'lib@tag' per build
@@ -39,6 +42,7 @@ import { commandStats, foreignCpuWindow, startRedis, sumCalls } from './lib/redi
 import { makePayload, streamFields } from './lib/payload.mjs';
 import { FAIL_EVERY, RETRY_POLICY } from './lib/retry-probe.mjs';
 import { fmt, fmtSig, median } from './lib/stats.mjs';
+import { GOAL_RATE, goalsMarkdown, goalsOf } from './lib/goals.mjs';
 import { manyHandlersMarkdown, runManyHandlers } from './many-handlers.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -46,6 +50,9 @@ const root = resolve(here, '..');
 const env = process.env;
 const QUICK = env.BENCH_QUICK === '1';
 const FULL = env.BENCH_FULL === '1';
+// the README table's figures only (each still overridable by its own knob)
+const HEADLINE = env.BENCH_HEADLINE === '1';
+const HEADLINE_ONLY = 'raw,raw-bp,node-redis,lib';
 const int = (name, dflt) =>
   env[name] !== undefined && env[name] !== '' ? Number(env[name]) : dflt;
 
@@ -54,11 +61,18 @@ const SLOW_N = Math.min(N, int('BENCH_SLOW_N', QUICK ? 500 : 20_000));
 const ROUNDS = int('BENCH_ROUNDS', QUICK ? 1 : 3);
 const LAT_WARMUP = int('BENCH_LAT_WARMUP', QUICK ? 0.3 : 1);
 const LAT_SECONDS = int('BENCH_LAT_SECONDS', QUICK ? 1 : 5);
-const RATES = (env.BENCH_RATES ?? (QUICK ? '1000' : '1000,10000')).split(',').map(Number);
+const RATES = (env.BENCH_RATES ?? (QUICK || HEADLINE ? String(GOAL_RATE) : '1000,10000'))
+  .split(',')
+  .map(Number);
 const IDLE_SECONDS = int('BENCH_IDLE_SECONDS', QUICK ? 1 : 10);
 const MEM_N = int('BENCH_MEM_N', QUICK ? 10_000 : 1_000_000);
 const WORKLOADS = (
-  env.BENCH_WORKLOADS ?? 'drain,latency,idle,memory,retries,many-handlers'
+  env.BENCH_WORKLOADS ??
+  (HEADLINE
+    ? 'drain,latency'
+    : QUICK
+      ? 'drain,latency,idle,memory,retries,many-handlers'
+      : 'drain,latency,idle,memory,retries,many-handlers,effectively-once')
 ).split(',');
 const LIB = resolve(env.BENCH_LIB ?? join(root, 'dist/index.js'));
 // '1': the library contenders; or a list of contender names
@@ -70,7 +84,7 @@ const CPU_PROF =
       : (c) => env.BENCH_CPU_PROF.split(',').includes(c.name);
 // quick (smoke) results go to the git-ignored .bench/, never over the published bench/results/latest.*
 const RESULTS = env.BENCH_OUT || !QUICK ? join(here, 'results') : join(root, '.bench');
-const OUT = env.BENCH_OUT ?? (QUICK ? 'quick' : 'latest');
+const OUT = env.BENCH_OUT ?? (QUICK ? 'quick' : HEADLINE ? 'headline' : 'latest');
 const PROFILES = join(root, '.bench', 'profiles'); // git-ignored
 const PRIORITY = env.BENCH_PRIORITY ? Number(env.BENCH_PRIORITY) : null;
 
@@ -105,6 +119,22 @@ const ALL_CONTENDERS = [
     workloads: ['drain', 'latency', 'idle', 'memory'],
   },
   {
+    name: 'raw-bp',
+    label: 'best-practice ioredis loop (XACK of batch N sent with the read of N+1)',
+    kind: 'stream',
+    script: 'raw-bp.mjs',
+    cfg: {},
+    workloads: ['drain', 'latency'],
+  },
+  {
+    name: 'node-redis',
+    label: 'node-redis minimal loop (COUNT 100 BLOCK, 1 XACK/batch)',
+    kind: 'stream',
+    script: 'node-redis.mjs',
+    cfg: {},
+    workloads: ['drain', 'latency'],
+  },
+  {
     name: 'raw-resp2',
     label: 'raw ioredis loop, RESP2 (protocol: 2)',
     kind: 'stream',
@@ -120,6 +150,16 @@ const ALL_CONTENDERS = [
     script: 'library.mjs',
     cfg: { variant: 'each' },
     workloads: ['drain', 'latency', 'idle', 'memory', 'retries'],
+  },
+  {
+    name: 'lib-solo',
+    label: 'echo-stream, per-entry handler, sharedReads: false',
+    kind: 'stream',
+    script: 'library.mjs',
+    cfg: { variant: 'each', sharedReads: false },
+    baseline: 'lib',
+    notQuick: true, // the smoke run has 'lib'; this one only flips a module option
+    workloads: ['drain', 'latency'],
   },
   {
     name: 'lib-resp2',
@@ -234,8 +274,14 @@ for (const spec of (env.BENCH_LIB_VARIANTS ?? '').split(',').filter(Boolean)) {
     workloads: ['drain', 'latency', 'memory', 'retries'],
   });
 }
-const only = env.BENCH_ONLY ? env.BENCH_ONLY.split(',') : null;
-const CONTENDERS = ALL_CONTENDERS.filter((c) => !only || c.name === 'raw' || only.includes(c.name));
+const only = env.BENCH_ONLY
+  ? env.BENCH_ONLY.split(',')
+  : HEADLINE
+    ? HEADLINE_ONLY.split(',')
+    : null;
+const CONTENDERS = ALL_CONTENDERS.filter(
+  (c) => (!only || c.name === 'raw' || only.includes(c.name)) && !(QUICK && c.notQuick && !only),
+);
 
 const log = (...args) => console.error(...args);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -488,6 +534,7 @@ async function drain(c, redis, { n, mode, round }) {
     commands: cmds.detail,
     foreignCpu,
     loopStates: res.loopStates,
+    client: res.client ?? null,
   };
   if (mode === 'memory') out.memory = res.mem;
   if (res.retry) out.retry = res.retry;
@@ -553,6 +600,7 @@ async function latency(c, redis, { rate, round }) {
     consumeRate,
     saturated: consumeRate !== null && consumeRate < rate * 0.9,
     foreignCpu,
+    client: res.client ?? null,
     latencyMs: res.latencyUs
       ? Object.fromEntries(
           Object.entries(res.latencyUs).map(([k, v]) => [k, k === 'count' ? v : v / 1000]),
@@ -737,6 +785,7 @@ function machineInfo(redisVersion) {
   return {
     cpu: cpus[0]?.model ?? 'unknown',
     cores: cpus.length,
+    nproc: os.availableParallelism(),
     memoryGb: Math.round(os.totalmem() / 2 ** 30),
     os: `${os.type()} ${os.release()} ${os.arch()}`,
     node: process.version,
@@ -747,7 +796,43 @@ function machineInfo(redisVersion) {
     library: LIB,
     git,
     date: new Date().toISOString(),
+    command: commandLine(),
   };
+}
+
+/** The command that started this run, as it could be typed again: its knobs, then the script. */
+function commandLine() {
+  const quote = (v) => (/^[\w.,:/@=+-]*$/.test(v) ? v : `'${v.replace(/'/g, `'\\''`)}'`);
+  const knobs = Object.keys(env)
+    .filter(
+      (k) =>
+        (k.startsWith('BENCH_') && k !== 'BENCH_CHILD') ||
+        k === 'ECHO_SERVER' ||
+        k === 'REDIS_SERVER_BIN',
+    )
+    .sort()
+    .map((k) => `${k}=${quote(env[k])}`);
+  const script =
+    env.npm_lifecycle_event === 'bench'
+      ? 'npm run bench'
+      : `node ${process.argv
+          .slice(1)
+          .map((a) => quote(a.startsWith(root) ? a.slice(root.length + 1) : a))
+          .join(' ')}`;
+  return [...knobs, script].join(' ');
+}
+
+/** The client each contender loaded, as its children reported it ('ioredis 6.0.0', ...). */
+function clientsOf(runs) {
+  const out = {};
+  for (const r of runs) if (r.client && !out[r.contender]) out[r.contender] = r.client;
+  return out;
+}
+
+/** CPU per entry in µs from a spread of s/100k: median, with [min-max] when they differ. */
+function usCell(x) {
+  const us = (v) => fmtSig(v * 10);
+  return x.min === x.max ? us(x.median) : `${us(x.median)} [${us(x.min)}-${us(x.max)}]`;
 }
 
 /** `0.98x lib`, with the per-round ratios' median [min-max] when there were several rounds. */
@@ -766,8 +851,22 @@ function markdown(report) {
   );
   L.push('');
   L.push(
-    `${machine.cpu}, ${machine.cores} cores, ${machine.memoryGb} GB; ${machine.os}; Node ${machine.node}; redis-server ${machine.redisServer} (loopback, no persistence); ioredis ${machine.ioredis}, BullMQ ${machine.bullmq}, Nest ${machine.nest}; ${machine.date}${machine.git ? `; commit ${machine.git}` : ''}`,
+    `${machine.cpu}, ${machine.cores} cores${machine.nproc !== undefined ? ` (nproc ${machine.nproc})` : ''}, ${machine.memoryGb} GB; ${machine.os}; Node ${machine.node}; redis-server ${machine.redisServer} (loopback, no persistence); ioredis ${machine.ioredis}, BullMQ ${machine.bullmq}, Nest ${machine.nest}; ${machine.date}${machine.git ? `; commit ${machine.git}` : ''}`,
   );
+  if (machine.clients && Object.keys(machine.clients).length) {
+    L.push('');
+    L.push(
+      `Clients loaded (as each contender's process reported them): ${Object.entries(machine.clients)
+        .map(([k, v]) => `${k} ${v}`)
+        .join('; ')}.`,
+    );
+  }
+  if (machine.command) {
+    L.push('');
+    L.push(
+      `Command: \`${machine.command}\`${report.elapsedSeconds ? ` (${fmt(report.elapsedSeconds)} s)` : ''}.`,
+    );
+  }
   L.push('');
   L.push(
     `Rounds: ${config.rounds} (order rotated); every contender in a fresh process per run; figures are median [min-max] over rounds.${config.priority !== null ? ` Processes ran at nice ${config.priority}.` : ''}`,
@@ -785,25 +884,27 @@ function markdown(report) {
     L.push(`## Drain: pre-filled entries of ~200-byte JSON, first handled -> last handled`);
     L.push('');
     L.push(
-      '| contender | N | entries/s median | min | max | x raw | Redis cmds/entry | CPU s/100k |',
+      '| contender | N | entries/s median | min | max | x raw | Redis cmds/entry | CPU µs/entry | CPU x raw |',
     );
-    L.push('|---|---:|---:|---:|---:|---:|---:|---:|');
+    L.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const c of report.contenders) {
       const s = drain[c.name];
       if (!s) continue;
       if (!s.valid) {
-        L.push(`| ${c.label} | ${fmt(s.n)} | INVALID: ${s.invalid.join('; ')} | | | | | |`);
+        L.push(`| ${c.label} | ${fmt(s.n)} | INVALID: ${s.invalid.join('; ')} | | | | | | |`);
         continue;
       }
       const ratio = s.ratioToRaw == null ? '-' : `${fmtSig(s.ratioToRaw)}x`;
       const extra = s.ratioToBaseline ? ` (${baselineCell(s.ratioToBaseline)})` : '';
+      const rawCpu = drain.raw?.valid ? drain.raw.cpuPer100k.median : null;
+      const cpuRatio = rawCpu ? `${fmtSig(s.cpuPer100k.median / rawCpu)}x` : '-';
       L.push(
-        `| ${c.label} | ${fmt(s.n)} | ${fmt(s.rate.median)} | ${fmt(s.rate.min)} | ${fmt(s.rate.max)} | ${ratio}${extra} | ${fmtSig(s.commandsPerEntry.median)} | ${fmtSig(s.cpuPer100k.median)} |`,
+        `| ${c.label} | ${fmt(s.n)} | ${fmt(s.rate.median)} | ${fmt(s.rate.min)} | ${fmt(s.rate.max)} | ${ratio}${extra} | ${fmtSig(s.commandsPerEntry.median)} | ${usCell(s.cpuPer100k)} | ${cpuRatio} |`,
       );
     }
     L.push('');
     L.push(
-      'Redis cmds/entry: INFO commandstats delta over the run / N (BullMQ: includes the commands its Lua scripts run). CPU: user+sys of the consumer process over the drain window.',
+      'Redis cmds/entry: INFO commandstats delta over the run / N (BullMQ: includes the commands its Lua scripts run). CPU: user+sys of the consumer process over the drain window (`process.cpuUsage()`), per entry: median [min-max] over rounds; x raw: the ratio of the medians.',
     );
   }
   if (retries) {
@@ -813,7 +914,7 @@ function markdown(report) {
     );
     L.push('');
     L.push(
-      '| contender | N | entries/s median | min | max | ratio | retries | retry timing error p50 ms | p99 ms | max ms | Redis cmds/entry | CPU s/100k |',
+      '| contender | N | entries/s median | min | max | ratio | retries | retry timing error p50 ms | p99 ms | max ms | Redis cmds/entry | CPU µs/entry |',
     );
     L.push('|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|');
     for (const c of report.contenders) {
@@ -829,7 +930,7 @@ function markdown(report) {
           : '-';
       const r = s.retry;
       L.push(
-        `| ${c.label} | ${fmt(s.n)} | ${fmt(s.rate.median)} | ${fmt(s.rate.min)} | ${fmt(s.rate.max)} | ${s.ratioToBaseline ? baselineCell(s.ratioToBaseline) : '-'} | ${r ? fmt(r.failed.median) : '-'} | ${cell(r?.lateMs.p50)} | ${cell(r?.lateMs.p99)} | ${cell(r?.lateMs.max)} | ${fmtSig(s.commandsPerEntry.median)} | ${fmtSig(s.cpuPer100k.median)} |`,
+        `| ${c.label} | ${fmt(s.n)} | ${fmt(s.rate.median)} | ${fmt(s.rate.min)} | ${fmt(s.rate.max)} | ${s.ratioToBaseline ? baselineCell(s.ratioToBaseline) : '-'} | ${r ? fmt(r.failed.median) : '-'} | ${cell(r?.lateMs.p50)} | ${cell(r?.lateMs.p99)} | ${cell(r?.lateMs.max)} | ${fmtSig(s.commandsPerEntry.median)} | ${fmtSig(s.cpuPer100k.median * 10)} |`,
       );
     }
     L.push('');
@@ -843,19 +944,26 @@ function markdown(report) {
       `## Latency publish -> handler, open-loop producer (separate process), ${config.latencySeconds} s measured after ${config.latencyWarmup} s warm-up`,
     );
     L.push('');
-    L.push('| contender | rate/s | p50 ms | p99 ms | p99.9 ms | max ms | consumed/s | other CPU |');
-    L.push('|---|---:|---:|---:|---:|---:|---:|---:|');
+    L.push(
+      '| contender | rate/s | p50 ms | p99 ms | p99 x raw | p99.9 ms | max ms | consumed/s | other CPU |',
+    );
+    L.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const s of Object.values(latency)) {
       const c = report.contenders.find((x) => x.name === s.contender);
       if (!s.valid) {
-        L.push(`| ${c.label} | ${fmt(s.rate)} | INVALID: ${s.invalid.join('; ')} | | | | | |`);
+        L.push(`| ${c.label} | ${fmt(s.rate)} | INVALID: ${s.invalid.join('; ')} | | | | | | |`);
         continue;
       }
       const m = s.latencyMs;
+      const raw = latency[`raw@${s.rate}`];
+      const p99x =
+        raw?.valid && raw.latencyMs.p99.median
+          ? `${fmtSig(m.p99.median / raw.latencyMs.p99.median)}x`
+          : '-';
       const cell = (k) =>
         `${fmtSig(m[k].median)}${config.rounds > 1 ? ` [${fmtSig(m[k].min)}-${fmtSig(m[k].max)}]` : ''}`;
       L.push(
-        `| ${c.label} | ${fmt(s.rate)} | ${cell('p50')} | ${cell('p99')} | ${cell('p999')} | ${cell('max')} | ${fmt(s.consumeRate.median)}${s.saturatedRounds ? ` (saturated${s.saturatedRounds < s.rounds ? ` in ${s.saturatedRounds} of ${s.rounds} rounds` : ''}: cannot keep up)` : ''} | ${pctCell(s.foreignCpu.median)} |`,
+        `| ${c.label} | ${fmt(s.rate)} | ${cell('p50')} | ${cell('p99')} | ${p99x} | ${cell('p999')} | ${cell('max')} | ${fmt(s.consumeRate.median)}${s.saturatedRounds ? ` (saturated${s.saturatedRounds < s.rounds ? ` in ${s.saturatedRounds} of ${s.rounds} rounds` : ''}: cannot keep up)` : ''} | ${pctCell(s.foreignCpu.median)} |`,
       );
     }
   }
@@ -901,6 +1009,15 @@ function markdown(report) {
     }
   }
   L.push(...manyHandlersMarkdown(report.manyHandlers, config.rounds));
+  if (report.effectivelyOnce) {
+    L.push(
+      '',
+      '## Effectively once (bench/effectively-once.mjs, ratios to the plain paths of its run)',
+      '',
+    );
+    L.push('```', report.effectivelyOnce.trim(), '```');
+  }
+  L.push(...goalsMarkdown(report.goals, config.rounds));
   if (targets.length) {
     L.push('');
     L.push('## Targets (docs/benchmarks.md)');
@@ -1133,6 +1250,17 @@ async function main() {
         log,
       });
     }
+    if (WORKLOADS.includes('effectively-once')) {
+      if (!existsSync(LIB)) throw new Error(`${LIB} not found: run 'npm run build' first`);
+      // Its own throw-away server and rounds; the script prints its tables, kept as they are.
+      log('bench: effectively once (node bench/effectively-once.mjs)');
+      report.effectivelyOnce = execFileSync(
+        process.execPath,
+        [join(here, 'effectively-once.mjs')],
+        { encoding: 'utf8', env: { ...env, BENCH_ROUNDS: String(ROUNDS) } },
+      );
+      log(report.effectivelyOnce.trim());
+    }
     const noise = [
       ...report.runs.drain,
       ...report.runs.latency,
@@ -1150,6 +1278,8 @@ async function main() {
         loadStart,
         loadEnd: os.loadavg().map((x) => x.toFixed(2)),
       };
+    report.machine.clients = clientsOf([...report.runs.drain, ...report.runs.latency]);
+    report.goals = goalsOf(report);
     report.targets = targetsOf(report);
     report.elapsedSeconds = (Date.now() - started) / 1000;
     const md = markdown(report);
@@ -1157,6 +1287,10 @@ async function main() {
     writeAtomic(join(RESULTS, `${OUT}.json`), JSON.stringify(report, null, 2) + '\n');
     writeAtomic(join(RESULTS, `${OUT}.md`), md);
     process.stdout.write(md);
+    for (const g of report.goals.filter((x) => x.status))
+      log(
+        `bench: goal ${g.label} ${g.goal}: ${g.ratio === null ? 'INVALID' : `${fmtSig(g.ratio)}x`} ${g.status}`,
+      );
     log(
       `bench: done in ${fmt(report.elapsedSeconds, 1)} s; wrote ${join(RESULTS, OUT).slice(root.length + 1)}.json and .md`,
     );

@@ -5,7 +5,8 @@
 // Nest pipeline of docs/delivery.md "Nest pipeline"; needs class-validator and class-transformer, dev dependencies).
 // Besides: cfg.retry (the handler's `retry` option), cfg.failEvery (the retry workload: every
 // failEvery-th entry fails its first attempt, see ../lib/retry-probe.mjs), cfg.protocol (2 or 3:
-// the module's connections speak that RESP version; default: the client's own default).
+// the module's connections speak that RESP version; default: the client's own default),
+// cfg.sharedReads (the module's `sharedReads` option; default: the module's default, on).
 // The library is loaded from dist/index.js (npm run build), or from BENCH_LIB (another build).
 import 'reflect-metadata';
 import { createRequire } from 'node:module';
@@ -66,7 +67,11 @@ async function main() {
   class AppModule {}
   Module({
     imports: [
-      EchoStreamModule.forRoot({ connection: connectionOf(cfg), consumerName: 'bench-lib' }),
+      EchoStreamModule.forRoot({
+        connection: connectionOf(cfg),
+        consumerName: 'bench-lib',
+        ...(cfg.sharedReads !== undefined ? { sharedReads: cfg.sharedReads } : {}),
+      }),
     ],
     providers: [BenchHandler],
   })(AppModule);
@@ -85,12 +90,14 @@ async function main() {
     await next('stop');
     const errors = loops().errors;
     await app.close();
-    return done({ handled: 0, duplicates: 0, errors });
+    return done({ handled: 0, duplicates: 0, errors, client: clientVersion() });
   }
   await sink.finished;
   const before = loops();
   await app.close();
-  if (!probe) return done({ ...sink.result(), errors: before.errors, loopStates: before.states });
+  const client = clientVersion();
+  if (!probe)
+    return done({ ...sink.result(), errors: before.errors, loopStates: before.states, client });
   // the planned failures are handler errors too: only the others count as errors
   const retry = { ...probe.result(), totalRetries: before.retries };
   return done({
@@ -98,7 +105,14 @@ async function main() {
     errors: before.errors - retry.failed,
     loopStates: before.states,
     retry,
+    client,
   });
+}
+
+/** The ioredis the library build loads (node's resolution from the build's folder). */
+function clientVersion() {
+  const req = createRequire(libPath);
+  return `ioredis ${req(req.resolve('ioredis/package.json')).version}`;
 }
 
 /** The module's `connection`: the URL, or its host and port with a forced RESP version. */

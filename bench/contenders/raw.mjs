@@ -6,7 +6,9 @@
 import { createRequire } from 'node:module';
 import { cfg, done, fail, next, send, Sink, sleep, sleep1 } from '../lib/child.mjs';
 
-const { Redis } = createRequire(import.meta.url)(cfg.ioredis ?? 'ioredis');
+const require = createRequire(import.meta.url);
+const ioredisDir = cfg.ioredis ?? 'ioredis';
+const { Redis } = require(ioredisDir);
 
 const COUNT = 100;
 const BLOCK_MS = 5000;
@@ -114,7 +116,7 @@ async function main() {
     stopping = true;
     redis.disconnect();
     await loop.catch(() => undefined);
-    return done({ handled: 0, duplicates: 0, errors });
+    return done({ handled: 0, duplicates: 0, errors, client: clientVersion() });
   }
   await sink.finished;
   // the last batch's XACK is awaited by the loop; a loop already parked on the next read is cut
@@ -125,7 +127,12 @@ async function main() {
   stopping = true;
   redis.disconnect();
   await loop.catch(() => undefined);
-  return done({ ...sink.result(), errors });
+  return done({ ...sink.result(), errors, client: clientVersion() });
+}
+
+/** The ioredis this child loaded (its package.json next to the resolved entry). */
+function clientVersion() {
+  return `ioredis ${require(`${ioredisDir}/package.json`).version}`;
 }
 
 main().catch(fail);

@@ -70,9 +70,16 @@ export interface DecodedEntry {
  * Decodes a flat XREADGROUP field list (`[f1, v1, f2, v2, ...]`).
  * The `'json'` codec reads its two fields straight from the list (no intermediate map): this
  * runs once per entry on the hot path.
+ * @param keyed an entry of a partition stream: its `pkey` field (the partition key) is the
+ *   module's, not the codec's. Default `false`: every field but `id` and the trace fields reaches
+ *   the codec.
  * @throws DecodeError when the codec cannot decode the entry.
  */
-export function decodeEntry(codec: StreamCodec<unknown>, flat: readonly string[]): DecodedEntry {
+export function decodeEntry(
+  codec: StreamCodec<unknown>,
+  flat: readonly string[],
+  keyed = false,
+): DecodedEntry {
   if (codec === jsonCodec) {
     let id: string | undefined;
     let data: string | undefined;
@@ -87,7 +94,9 @@ export function decodeEntry(codec: StreamCodec<unknown>, flat: readonly string[]
   let id: string | undefined;
   for (let i = 0; i + 1 < flat.length; i += 2) {
     if (flat[i] === ID_FIELD) id = flat[i + 1];
-    else if (!isTraceField(flat[i]) && flat[i] !== PARTITION_KEY_FIELD)
+    // the partition key is the module's field only on a partition stream; elsewhere a field of
+    // that name is the producer's own and reaches the codec
+    else if (!isTraceField(flat[i]) && !(keyed && flat[i] === PARTITION_KEY_FIELD))
       fields[flat[i]] = flat[i + 1];
   }
   try {

@@ -4,7 +4,7 @@ import type { AckBuffer } from './ack-buffer';
 import type { AckRecordSource } from './ack-records';
 import type { Checkpoints } from './checkpoints';
 import type { EntryTracing } from './consumer.types';
-import { triage } from './entry-triage';
+import { triage, type TriageRules } from './entry-triage';
 import type { HandlerRunner } from './handler-runner';
 import type { Heartbeat } from './heartbeat';
 import type { LoopHealth } from './loop-health';
@@ -29,8 +29,8 @@ export interface DeliveryParts {
     'uncharge' | 'deleted' | 'deadLetter' | 'rejected' | 'failed' | 'release'
   >;
   readonly acks: Pick<AckBuffer, 'add'>;
-  /** Attaches `saveCheckpoint`, and redeliveries' `checkpoint`, to the messages of a read. */
-  readonly checkpoints: Pick<Checkpoints, 'attach'>;
+  /** Redeliveries' `checkpoint`, and what a message's `saveCheckpoint` calls. */
+  readonly checkpoints: Pick<Checkpoints, 'attach' | 'save'>;
   readonly limiter: Pick<StartLimiter, 'confirm'>;
   readonly retries: Pick<RetryScheduler, 'has'>;
   readonly pace: Pick<SweepPace, 'delivered'>;
@@ -61,11 +61,27 @@ export interface InHand {
  */
 export class Delivery {
   private current: InHand | null = null;
+  /** How reads are sorted (one object for every read of the loop). */
+  private readonly rules: TriageRules;
 
   constructor(
     private readonly context: LoopContext,
     private readonly parts: DeliveryParts,
-  ) {}
+  ) {
+    const { stream, group, consumer, options, signal } = context;
+    const { retries, checkpoints } = parts;
+    this.rules = {
+      stream,
+      group,
+      consumer,
+      codec: options.codec,
+      maxDeliveries: options.maxDeliveries,
+      signal,
+      isWaitingRetry: (id) => retries.has(id),
+      saveCheckpoint: (entryId, value) => checkpoints.save(entryId, value),
+      partition: context.partition,
+    };
+  }
 
   /** The batch in a handler now, if any (a stop that gives up settles it). */
   get inHand(): InHand | null {
@@ -89,18 +105,8 @@ export class Delivery {
     entries: readonly RawEntry[],
     counts: Map<string, number> | null,
   ): Promise<void> {
-    const { settlement, retries, tracing } = this.parts;
-    const { stream, group, consumer, options, signal } = this.context;
-    const read = triage(entries, counts, {
-      stream,
-      group,
-      consumer,
-      codec: options.codec,
-      maxDeliveries: options.maxDeliveries,
-      signal,
-      isWaitingRetry: (id) => retries.has(id),
-      partition: this.context.partition,
-    });
+    const { settlement, tracing } = this.parts;
+    const read = triage(entries, counts, this.rules);
     let messages = await this.parts.checkpoints.attach(read.fresh);
     let fields = read.freshFields;
     if (this.parts.skips !== undefined && messages.length > 0) {

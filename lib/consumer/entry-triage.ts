@@ -17,12 +17,11 @@ export interface TriageRules {
   readonly signal: AbortSignal;
   /** True for an entry that waits for its retry here. */
   isWaitingRetry(entryId: string): boolean;
+  /** What a message's `saveCheckpoint(value)` calls (`Checkpoints.save`). */
+  saveCheckpoint(entryId: string, value: unknown): Promise<void>;
   /** A partition of a partitioned stream: its index and this loop's lease generation. */
   readonly partition?: PartitionLease;
 }
-
-/** A message as decoded, before its checkpoint is attached (`Checkpoints.attach`). */
-export type DecodedMessage<T = unknown> = Omit<StreamMessage<T>, 'checkpoint' | 'saveCheckpoint'>;
 
 /** One read, sorted. Dead-letter candidates carry no handler error yet (`error` undefined). */
 export interface TriagedRead {
@@ -34,8 +33,11 @@ export interface TriagedRead {
   poison: DeadLetterCandidate[];
   /** Entries the codec cannot read; `error` says why. */
   undecodable: DeadLetterCandidate[];
-  /** The messages for the handler, in read order. */
-  fresh: DecodedMessage[];
+  /**
+   * The messages for the handler, in read order, built once here (the redeliveries get their
+   * `checkpoint` from `Checkpoints.attach`).
+   */
+  fresh: StreamMessage<unknown>[];
   /** The raw fields of each fresh message (same order), for trace context. */
   freshFields: Array<readonly string[]>;
 }
@@ -50,7 +52,8 @@ export function triage(
   counts: ReadonlyMap<string, number> | null,
   rules: TriageRules,
 ): TriagedRead {
-  const { codec, maxDeliveries } = rules;
+  const { codec, maxDeliveries, stream, group, consumer, signal, saveCheckpoint, partition } =
+    rules;
   const read: TriagedRead = {
     waitingRetries: [],
     deleted: [],
@@ -79,22 +82,24 @@ export function triage(
     }
     let decoded;
     try {
-      decoded = decodeEntry(codec, fields);
+      decoded = decodeEntry(codec, fields, partition !== undefined);
     } catch (err) {
       read.undecodable.push({ entryId, fields, attempts, error: errorText(err) });
       continue;
     }
-    const message: DecodedMessage = {
+    // one object literal of one shape per message: the hot path's only per-entry allocation
+    // besides the payload and the closure that binds saveCheckpoint to the entry
+    const message: StreamMessage<unknown> = {
       id: decoded.id ?? entryId,
       entryId,
-      stream: rules.stream,
-      group: rules.group,
-      consumer: rules.consumer,
+      stream,
+      group,
+      consumer,
       payload: decoded.payload,
       attempts,
-      signal: rules.signal,
+      signal,
+      saveCheckpoint: (value: unknown) => saveCheckpoint(entryId, value),
     };
-    const { partition } = rules;
     read.fresh.push(
       partition
         ? {

@@ -78,7 +78,6 @@ export class HandlerRunner implements HandlerErrors {
   ): Promise<HandleOutcome> {
     const { handler } = this;
     if (handler.batch) throw new TypeError('handleEach needs a per-entry handler');
-    const call = (message: StreamMessage<unknown>): unknown => handler.call(message);
     const rejected: RejectedEntry[] = [];
     /** One attempt of `message`; the next attempt to run (`KeyRetry`), or `null`: settled. */
     const attempt = async (
@@ -86,22 +85,18 @@ export class HandlerRunner implements HandlerErrors {
     ): Promise<StreamMessage<unknown> | null> => {
       // called inline (no async wrapper): a synchronous handler costs no promise per entry
       try {
-        const result = call(message);
+        const result = handler.call(message);
         if (isThenable(result)) await result;
         held.ok.push(message.entryId);
         return null;
       } catch (err) {
-        if (isEntryRejected(err)) {
-          rejected.push({
-            entryId: message.entryId,
-            attempts: message.attempts,
-            error: boundedText(err.message),
-          });
+        if (this.keyRetry === undefined || isEntryRejected(err)) {
+          this.settleThrow(err, message, held, rejected);
           return null;
         }
-        this.entryFailed(err, message);
         // a partitioned stream retries in the key's lane: the key's later entries wait behind it
-        const next = this.keyRetry ? await this.keyRetry.next(message, err) : null;
+        this.entryFailed(err, message);
+        const next = await this.keyRetry.next(message, err);
         if (next === null)
           held.failed.push({
             message,
@@ -132,12 +127,30 @@ export class HandlerRunner implements HandlerErrors {
       };
       await this.inParallel(Math.min(this.concurrency, lanes.length), work);
       unstarted = messages.filter((m) => !held.started.has(m.entryId)).map((m) => m.entryId);
+    } else if (this.concurrency <= 1) {
+      // one at a time, in stream order: a synchronous handler runs in this loop without a promise
+      // or a microtask hop per entry; only a handler that returns a thenable is awaited
+      let next = 0;
+      while (next < messages.length && !this.isStopping()) {
+        const message = messages[next++];
+        const { entryId } = message;
+        held.started.add(entryId);
+        try {
+          const result = handler.call(message);
+          if (isThenable(result)) await result;
+          held.ok.push(entryId);
+        } catch (err) {
+          this.settleThrow(err, message, held, rejected);
+        }
+        held.unsettled.delete(entryId);
+      }
+      unstarted = messages.slice(next).map((m) => m.entryId);
     } else {
       let next = 0;
       const work = async (): Promise<void> => {
         while (next < messages.length && !this.isStopping()) await runOne(messages[next++]);
       };
-      await this.inParallel(Math.min(this.concurrency, messages.length), work);
+      await Promise.all(Array.from({ length: Math.min(this.concurrency, messages.length) }, work));
       unstarted = messages.slice(next).map((m) => m.entryId);
     }
     return {
@@ -152,6 +165,25 @@ export class HandlerRunner implements HandlerErrors {
   private async inParallel(workers: number, work: () => Promise<void>): Promise<void> {
     if (workers <= 1) await work();
     else await Promise.all(Array.from({ length: workers }, work));
+  }
+
+  /** A per-entry handler threw: a rejection (guard, pipe) or a failure for the retry policy. */
+  private settleThrow(
+    err: unknown,
+    message: StreamMessage<unknown>,
+    held: HandlingBatch,
+    rejected: RejectedEntry[],
+  ): void {
+    if (isEntryRejected(err)) {
+      rejected.push({
+        entryId: message.entryId,
+        attempts: message.attempts,
+        error: boundedText(err.message),
+      });
+      return;
+    }
+    this.entryFailed(err, message);
+    held.failed.push({ message, error: err, claimedAt: held.touchedAt, failedAt: this.now() });
   }
 
   private entryFailed(err: unknown, message: StreamMessage<unknown>): void {

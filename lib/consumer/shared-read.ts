@@ -140,9 +140,17 @@ export class SharedGroupRead {
     await this.nudgeRound(mayDrop);
   }
 
-  /** Starts the next round now, or once the loops that just left are back (GATHER_MS at most). */
+  /**
+   * Starts the next round now, or once the loops that just left are back (GATHER_MS at most). A
+   * read of one loop has no one to gather: its round goes out in the tick the loop asks (beside
+   * the loop's XACK), not one event-loop turn later.
+   */
   private schedule(): void {
     if (this.round || this.closed || this.waiting.size === 0) return;
+    if (this.members.size === 1) {
+      this.startRound();
+      return;
+    }
     const gatherLeft = this.expected.size > 0 ? this.gatherUntil - this.now() : 0;
     if (gatherLeft > 0) {
       this.startTimer ??= setTimeout(() => {

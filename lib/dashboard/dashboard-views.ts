@@ -53,6 +53,18 @@ export interface GroupView {
   /** Dead letters this group gave up on (their `dlq_group`), not the other groups'. */
   deadLetters: number;
   /**
+   * Entries this app's loop acked without a handler call as duplicates (`dedup`: the group had
+   * acked their branded id), since the loop started; `null` when the app runs no loop of the
+   * group (docs/delivery.md "Duplicates and stale replays").
+   */
+  totalDuplicates: number | null;
+  /**
+   * Entries this app's loop acked without a handler call as stale replays (`newerWins`: not
+   * newer than their key's highest acked id), since the loop started; `null` as
+   * `totalDuplicates`.
+   */
+  totalStale: number | null;
+  /**
    * Entries read per second by this app's loop; for a group the app does not consume, entries
    * added to the stream per second (Redis >= 7). `null` until two overview reads a second apart.
    */

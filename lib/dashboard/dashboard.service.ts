@@ -225,6 +225,8 @@ export class DashboardService {
             lastDeliveredId,
             ...inspection,
             deadLetters: letters?.byGroup.get(name) ?? 0,
+            totalDuplicates: loop?.totalDuplicates ?? null,
+            totalStale: loop?.totalStale ?? null,
             tpsIn,
             tpsOut,
             sparkline:

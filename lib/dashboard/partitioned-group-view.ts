@@ -47,6 +47,8 @@ export async function partitionedGroupViews(
         lag: lags.some((l) => l === null) ? null : lags.reduce((n: number, l) => n + (l ?? 0), 0),
         oldestPendingMs: null,
         deadLetters: 0,
+        totalDuplicates: loop.totalDuplicates,
+        totalStale: loop.totalStale,
         tpsIn: loop.tpsIn,
         tpsOut: loop.tpsOut,
         sparkline: { tpsIn: [], tpsOut: [] },

@@ -30,7 +30,9 @@ export interface PublishManyOptions {
    * Idempotent publish: write an entry only when no entry with the same branded id was written
    * to this stream within `idempotencyWindowMs` (module option); a repeat, also one racing the
    * first write, answers the first write's receipt (same `entryId`) and writes nothing. One
-   * script call per publish, atomic on the server. Not combinable with `replicas` (yet).
+   * script call per publish, atomic on the server. With `replicas`, the script call and its
+   * WAIT go as one pipeline, and a repeat's WAIT covers the first write (docs/publishing.md
+   * "Idempotent and durable").
    * @default the `producer.idempotent` module option (false)
    * @see docs/publishing.md "Idempotent publish"
    */

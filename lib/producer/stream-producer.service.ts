@@ -109,7 +109,7 @@ export class StreamProducer implements OnApplicationBootstrap, OnApplicationShut
     checkStream('publish', stream);
     const checked = checkOptions('publish', opts, PUBLISH_OPTION_NAMES);
     const { maxLen, codec, durable } = checked;
-    const idempotent = this.isIdempotent('publish', checked);
+    const idempotent = this.isIdempotent(checked);
     const given = opts?.id;
     if (given !== undefined && (typeof given !== 'string' || given.length === 0)) {
       throw new TypeError(
@@ -124,13 +124,15 @@ export class StreamProducer implements OnApplicationBootstrap, OnApplicationShut
     const write = (extra: readonly string[]): Promise<string> => {
       const withTrace = extra.length > 0 ? fields.concat(extra) : fields;
       if (idempotent) {
-        return this.writeIdempotently('publish', target, [id], [withTrace], maxLen).then(
+        return this.writeIdempotently('publish', target, [id], [withTrace], maxLen, durable).then(
           (got) => got[0],
         );
       }
       if (durable) {
         const items = [{ stream: target, fields: withTrace, maxLen }];
-        return this.writeDurably('publish', target, [id], items, durable).then((got) => got[0]);
+        return this.writeDurably('publish', target, [id], durable, (client) =>
+          client.addReplicated(items, durable.replicas, durable.timeoutMs),
+        ).then((got) => got[0]);
       }
       const { client, publishTimeoutMs } = this.connections;
       return publishWithin(
@@ -171,7 +173,7 @@ export class StreamProducer implements OnApplicationBootstrap, OnApplicationShut
     }
     const checked = checkOptions('publishMany', opts, PUBLISH_MANY_OPTION_NAMES);
     const { maxLen, codec, durable } = checked;
-    const idempotent = this.isIdempotent('publishMany', checked);
+    const idempotent = this.isIdempotent(checked);
     const given = checkIds(opts?.ids, payloads.length);
     if (payloads.length === 0) return [];
     const ids = given ?? payloads.map(() => brandedId());
@@ -190,9 +192,18 @@ export class StreamProducer implements OnApplicationBootstrap, OnApplicationShut
       let entryIds: string[];
       if (idempotent) {
         const fields = items.map((item) => item.fields);
-        entryIds = await this.writeIdempotently('publishMany', target, ids, fields, maxLen);
+        entryIds = await this.writeIdempotently(
+          'publishMany',
+          target,
+          ids,
+          fields,
+          maxLen,
+          durable,
+        );
       } else if (durable) {
-        entryIds = await this.writeDurably('publishMany', target, ids, items, durable);
+        entryIds = await this.writeDurably('publishMany', target, ids, durable, (client) =>
+          client.addReplicated(items, durable.replicas, durable.timeoutMs),
+        );
       } else {
         const { client, publishTimeoutMs } = this.connections;
         entryIds = await publishWithin(
@@ -218,21 +229,15 @@ export class StreamProducer implements OnApplicationBootstrap, OnApplicationShut
   }
 
   /** Whether this call publishes idempotently: its own option, else the module's default. */
-  private isIdempotent(method: string, checked: CheckedOptions): boolean {
-    const idempotent = checked.idempotent ?? this.idempotency.byDefault;
-    if (idempotent && checked.durable) {
-      throw new TypeError(
-        `StreamProducer.${method}(): option 'idempotent' cannot be combined with 'replicas' ` +
-          `(publish idempotently, then WAIT separately if needed)`,
-      );
-    }
-    return idempotent;
+  private isIdempotent(checked: CheckedOptions): boolean {
+    return checked.idempotent ?? this.idempotency.byDefault;
   }
 
   /**
    * The entries written by one script call that writes each branded id once per
    * `idempotencyWindowMs` (docs/publishing.md "Idempotent publish"), within `publishTimeoutMs`;
-   * a repeat answers the entry id of the first write.
+   * a repeat answers the entry id of the first write. With `durable`, the script call and its
+   * WAIT go as one pipeline on the durable publishes' connection (see `writeDurably`).
    */
   private writeIdempotently(
     method: 'publish' | 'publishMany',
@@ -240,34 +245,48 @@ export class StreamProducer implements OnApplicationBootstrap, OnApplicationShut
     ids: readonly string[],
     fields: ReadonlyArray<readonly string[]>,
     maxLen: number | undefined,
+    durable: Durability | undefined,
   ): Promise<string[]> {
-    const { client, publishTimeoutMs } = this.connections;
     const items = ids.map((id, i) => ({ id, fields: fields[i] }));
+    const { windowMs } = this.idempotency;
+    if (durable) {
+      return this.writeDurably(method, stream, ids, durable, (client) =>
+        client.addIdempotentReplicated(
+          stream,
+          items,
+          windowMs,
+          maxLen,
+          durable.replicas,
+          durable.timeoutMs,
+        ),
+      );
+    }
+    const { client, publishTimeoutMs } = this.connections;
     return publishWithin(client.link, publishTimeoutMs, { method, stream, ids }, async () => {
-      const got = await client.addIdempotent(stream, items, this.idempotency.windowMs, maxLen);
+      const got = await client.addIdempotent(stream, items, windowMs, maxLen);
       return got.map((answer) => answer.entryId);
     });
   }
 
   /**
-   * The XADDs and `WAIT replicas timeoutMs` in one pipeline, on the durable publishes' own
-   * connection, within `publishTimeoutMs` + `replicaTimeoutMs` in all (the server holds the reply
-   * up to `replicaTimeoutMs` on purpose). Fewer replicas than asked: EchoStreamReplicationError,
-   * naming the entries that ARE written.
+   * The writes of `send` and `WAIT replicas timeoutMs` in one pipeline, on the durable publishes'
+   * own connection, within `publishTimeoutMs` + `replicaTimeoutMs` in all (the server holds the
+   * reply up to `replicaTimeoutMs` on purpose). Fewer replicas than asked:
+   * EchoStreamReplicationError, naming the entries that ARE written.
    */
   private async writeDurably(
     method: 'publish' | 'publishMany',
     stream: string,
     ids: readonly string[],
-    items: ReadonlyArray<{ stream: string; fields: readonly string[]; maxLen?: number }>,
     durable: Durability,
+    send: (client: DurablePublishLink['streams']) => Promise<ReplicatedWrite>,
   ): Promise<string[]> {
     const client = this.durableLink.streams;
     const written: ReplicatedWrite = await publishWithin(
       client.link,
       this.connections.publishTimeoutMs,
       { method, stream, ids },
-      () => client.addReplicated(items, durable.replicas, durable.timeoutMs),
+      () => send(client),
       durable.timeoutMs,
     );
     if (written.acknowledged >= durable.replicas && !written.waitError) return written.entryIds;

@@ -9,18 +9,22 @@ import { keyInSlotOf } from './slot-keys';
  * the entry the first of them wrote.
  *
  * KEYS[1] the stream; KEYS[1 + i] the index key of item i. ARGV[1] the window in ms, ARGV[2]
- * MAXLEN (`''`: no trimming), then per item its field count and its fields. Returns per item its
- * entry id and 1 when this call wrote it, 0 when it answered an earlier write.
+ * MAXLEN (`''`: no trimming), ARGV[3] `'1'` to rewrite a repeat's index key (same value, same
+ * expiry: a write, so a WAIT after the call counts the replicas that have the first write too;
+ * `''`: a repeat writes nothing), then per item its field count and its fields. Returns per item
+ * its entry id and 1 when this call wrote it, 0 when it answered an earlier write.
  */
 export const IDEMPOTENT_ADD_SCRIPT = `
 local window = ARGV[1]
 local maxLen = ARGV[2]
+local touch = ARGV[3] == '1'
 local out = {}
-local at = 3
+local at = 4
 for i = 2, #KEYS do
   local count = tonumber(ARGV[at])
   local seen = redis.call('GET', KEYS[i])
   if seen then
+    if touch then redis.call('SET', KEYS[i], seen, 'KEEPTTL') end
     out[#out + 1] = seen
     out[#out + 1] = 0
   else

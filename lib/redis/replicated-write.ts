@@ -1,20 +1,24 @@
 import type { Cluster } from 'ioredis';
 import type { ReplicatedWrite, WriteItem } from './stream-roles';
 
-/** What a durable write needs of the client that owns the connection. */
-export interface WritePipeline {
+/**
+ * What a durable write needs of the client that owns the connection: `T` is one item of the
+ * write (a {@link WriteItem} for XADDs, an idempotent item for the idempotent-add script).
+ */
+export interface WritePipeline<T = WriteItem> {
   /**
-   * Sends the XADDs of `items`, then `tail`, as one pipeline; one [error, reply] each. With
-   * `asking` (a Cluster node's `host:port`, from an ASK reply) the pipeline goes to that node,
-   * each XADD after its own ASKING; `undefined` when no connection to that node is known.
+   * Sends the writes of `items` (an XADD each, or one script call), then `tail`, as one
+   * pipeline; one [error, reply] per command. With `asking` (a Cluster node's `host:port`, from
+   * an ASK reply) the pipeline goes to that node, each write after its own ASKING; `undefined`
+   * when no connection to that node is known.
    */
   exec(
-    items: readonly WriteItem[],
+    items: readonly T[],
     tail: Array<string | number>,
     asking?: string,
   ): Promise<Array<[Error | null, unknown]> | undefined>;
-  /** The entry id of one XADD's [error, reply] (throws the explained error). */
-  entryId(result: [Error | null, unknown]): string;
+  /** The entry ids, one per item, from the writes' [error, reply]s (throws the explained error). */
+  entryIds(writes: ReadonlyArray<[Error | null, unknown]>): string[];
   /** The Cluster the pipeline goes to, if it is one (its slot map may need a refresh). */
   cluster: Cluster | undefined;
 }
@@ -23,14 +27,14 @@ export interface WritePipeline {
 const MAX_WAIT_REDIRECTS = 3;
 
 /**
- * One pipeline (one slot on a Cluster): the XADDs, then `WAIT replicas timeoutMs` as its LAST
+ * One pipeline (one slot on a Cluster): the writes, then `WAIT replicas timeoutMs` as its LAST
  * command, so the WAIT counts the replicas that have these very writes (WAIT is per connection
  * and per node). A reply error of an XADD rejects (nothing of that entry was written); the WAIT's
  * answer (or its reply error) is returned, never thrown: the entries are written by then.
  */
-export async function writeThenWait(
-  pipeline: WritePipeline,
-  items: readonly WriteItem[],
+export async function writeThenWait<T>(
+  pipeline: WritePipeline<T>,
+  items: readonly T[],
   replicas: number,
   timeoutMs: number,
 ): Promise<ReplicatedWrite> {
@@ -63,7 +67,7 @@ export async function writeThenWait(
       asking = target;
       continue;
     }
-    const entryIds = writes.map((result) => pipeline.entryId(result));
+    const entryIds = pipeline.entryIds(writes);
     const [waitErr, count] = waited;
     if (waitErr) return { entryIds, acknowledged: 0, waitError: waitErr };
     return { entryIds, acknowledged: Number(count) };

@@ -234,35 +234,6 @@ export interface StreamWrites {
   remove(stream: string, ids: readonly string[]): Promise<number>;
 }
 
-/** One entry of an idempotent write: its branded id (the dedup key) and its fields. */
-export interface IdempotentItem {
-  id: string;
-  fields: readonly string[];
-}
-
-/** What an idempotent write answered for one item. */
-export interface IdempotentAdd {
-  /** The entry id: the one written now, or the first write's when `written` is false. */
-  entryId: string;
-  /** False when an entry with this branded id was written within the window (nothing written). */
-  written: boolean;
-}
-
-/** XADDs that write an id once per window (`publish(..., { idempotent: true })`). */
-export interface IdempotentWrites {
-  /**
-   * One script call (EVALSHA, EVAL on NOSCRIPT) writing the items of `items` whose branded id
-   * was not written to `stream` within `windowMs`, atomically on the server; one answer per
-   * item, in order. The index keys share the stream's hash slot.
-   */
-  addIdempotent(
-    stream: string,
-    items: readonly IdempotentItem[],
-    windowMs: number,
-    maxLen?: number,
-  ): Promise<IdempotentAdd[]>;
-}
-
 /** XADDs that wait for replicas (`publish(..., { replicas })`). */
 export interface DurableWrites {
   /**

@@ -2,17 +2,13 @@ import type { ChainableCommander, Cluster, Redis } from 'ioredis';
 import { isCluster, keySlot } from './cluster-routing';
 import type { CommandLink } from './command-link';
 import { IDEMPOTENT_ADD_SCRIPT, IDEMPOTENT_ADD_SHA, idempotencyKey } from './idempotent-add.script';
+import type { IdempotentAdd, IdempotentItem, IdempotentWrites } from './idempotent-roles';
 import { isNoScriptError } from './redis-errors';
 import { weakest, writeThenWait, type WritePipeline } from './replicated-write';
-import type {
-  DurableWrites,
-  IdempotentAdd,
-  IdempotentItem,
-  IdempotentWrites,
-  ReplicatedWrite,
-  StreamWrites,
-  WriteItem,
-} from './stream-roles';
+import type { DurableWrites, ReplicatedWrite, StreamWrites, WriteItem } from './stream-roles';
+
+/** One command of a pipeline: its name, then its arguments. */
+type Command = Array<string | number>;
 
 /**
  * {@link StreamWrites} and {@link DurableWrites} on one link: XADD alone or pipelined (one
@@ -43,9 +39,8 @@ export class RedisStreamWrites implements StreamWrites, DurableWrites, Idempoten
     if (items.length === 0) return { entryIds: [], acknowledged: replicas };
     const redis = this.link.connection;
     const pipeline: WritePipeline = {
-      exec: (part, tail, asking) =>
-        asking === undefined ? this.execWrites(part, tail) : this.execAsking(asking, part, tail),
-      entryId: (result) => this.entryId(result),
+      exec: (part, tail, asking) => this.exec(part.map(xaddOf), tail, asking),
+      entryIds: (writes) => writes.map((result) => this.entryId(result)),
       cluster: isCluster(redis) ? redis : undefined,
     };
     const send = (part: readonly WriteItem[]) => writeThenWait(pipeline, part, replicas, timeoutMs);
@@ -61,9 +56,7 @@ export class RedisStreamWrites implements StreamWrites, DurableWrites, Idempoten
     maxLen?: number,
   ): Promise<IdempotentAdd[]> {
     if (items.length === 0) return [];
-    const keys = [stream, ...items.map((item) => idempotencyKey(stream, item.id))];
-    const args: Array<string | number> = [keys.length, ...keys, windowMs, maxLen ?? ''];
-    for (const item of items) args.push(item.fields.length, ...item.fields);
+    const args = idempotentArgs(stream, items, windowMs, maxLen, false);
     let reply: unknown;
     try {
       reply = await this.link.send(['EVALSHA', IDEMPOTENT_ADD_SHA, ...args]);
@@ -71,11 +64,38 @@ export class RedisStreamWrites implements StreamWrites, DurableWrites, Idempoten
       if (!isNoScriptError(err)) throw err;
       reply = await this.link.send(['EVAL', IDEMPOTENT_ADD_SCRIPT, ...args]);
     }
-    const flat = reply as unknown[];
-    return items.map((_, i) => ({
-      entryId: String(flat[2 * i]),
-      written: Number(flat[2 * i + 1]) === 1,
-    }));
+    return idempotentAnswers(reply, items.length);
+  }
+
+  async addIdempotentReplicated(
+    stream: string,
+    items: readonly IdempotentItem[],
+    windowMs: number,
+    maxLen: number | undefined,
+    replicas: number,
+    timeoutMs: number,
+  ): Promise<ReplicatedWrite> {
+    if (items.length === 0) return { entryIds: [], acknowledged: replicas };
+    const redis = this.link.connection;
+    const args = (part: readonly IdempotentItem[]) =>
+      idempotentArgs(stream, part, windowMs, maxLen, true);
+    // NOTE: the script rewrites a repeat's index key (`touch`) because Redis 8 and Valkey
+    // answer a WAIT after a command that wrote nothing at once (only the connection's own
+    // earlier writes count); Redis 7.0 counted up to the master's offset of that moment.
+    // The script call then the WAIT, the call always with the script's text (EVAL): EVALSHA's
+    // NOSCRIPT (a restarted server, a Cluster node the text never went to) would come back with
+    // the WAIT already run for nothing, up to replicaTimeoutMs, before the write could be sent.
+    const pipeline: WritePipeline<IdempotentItem> = {
+      exec: (part, tail, asking) =>
+        this.exec([['EVAL', IDEMPOTENT_ADD_SCRIPT, ...args(part)]], tail, asking),
+      entryIds: ([result]) => {
+        const [err, reply] = result;
+        if (err) throw this.link.monitor.explain(err, 'EVAL');
+        return idempotentAnswers(reply, items.length).map((answer) => answer.entryId);
+      },
+      cluster: isCluster(redis) ? redis : undefined,
+    };
+    return writeThenWait(pipeline, items, replicas, timeoutMs);
   }
 
   async remove(stream: string, ids: readonly string[]): Promise<number> {
@@ -84,7 +104,7 @@ export class RedisStreamWrites implements StreamWrites, DurableWrites, Idempoten
   }
 
   private async addPipelined(items: readonly WriteItem[]): Promise<string[]> {
-    const results = await this.execWrites(items);
+    const results = (await this.exec(items.map(xaddOf)))!;
     return results.map((result) => this.entryId(result));
   }
 
@@ -95,49 +115,34 @@ export class RedisStreamWrites implements StreamWrites, DurableWrites, Idempoten
   }
 
   /**
-   * Sends the XADDs of `items` (and `tail`, if any) as one pipeline; one [error, reply] each.
+   * Sends `commands` (and `tail`, if any) as one pipeline; one [error, reply] each. With `asking`
+   * (a Cluster node's `host:port`, an ASK's target) to that node, each command after an ASKING
+   * (the ASKING replies left out); `undefined`: no connection to that node known.
    * NOTE: no command deadline here: a publish has its own (`publishTimeoutMs`, publish-deadline).
    */
-  private async execWrites(
-    items: readonly WriteItem[],
-    tail?: Array<string | number>,
-  ): Promise<Array<[Error | null, unknown]>> {
-    return this.run(this.link.connection.pipeline(), items, tail, false);
-  }
-
-  /**
-   * As {@link execWrites}, to the Cluster node at `address` (an ASK's target), each XADD after
-   * an ASKING; the ASKING replies are left out. `undefined`: no connection to that node known.
-   */
-  private async execAsking(
-    address: string,
-    items: readonly WriteItem[],
-    tail: Array<string | number>,
+  private async exec(
+    commands: readonly Command[],
+    tail?: Command,
+    asking?: string,
   ): Promise<Array<[Error | null, unknown]> | undefined> {
     const redis = this.link.connection;
-    const node = isCluster(redis) ? nodeAt(redis, address) : undefined;
+    const node =
+      asking === undefined ? redis : isCluster(redis) ? nodeAt(redis, asking) : undefined;
     if (!node) return undefined;
-    return this.run(node.pipeline(), items, tail, true);
-  }
-
-  private async run(
-    pipeline: ChainableCommander,
-    items: readonly WriteItem[],
-    tail: Array<string | number> | undefined,
-    asking: boolean,
-  ): Promise<Array<[Error | null, unknown]>> {
-    for (const item of items) {
-      const [command, ...args] = addArgs(item.stream, item.fields, item.maxLen);
-      if (asking) pipeline.asking();
+    const pipeline: ChainableCommander = node.pipeline();
+    for (const [command, ...args] of commands) {
+      if (asking !== undefined) pipeline.asking();
       pipeline.call(String(command), ...args);
     }
     if (tail) pipeline.call(String(tail[0]), ...tail.slice(1));
     const results =
       (await pipeline.exec().catch((err: unknown) => {
-        throw this.link.monitor.explain(err, 'XADD');
+        throw this.link.monitor.explain(err, String(commands[0]?.[0] ?? 'XADD'));
       })) ?? [];
-    // with ASKING: [ASKING, XADD] per item, then the tail
-    return asking ? results.filter((_, i) => i >= items.length * 2 || i % 2 === 1) : results;
+    // with ASKING: [ASKING, command] per command, then the tail
+    return asking === undefined
+      ? results
+      : results.filter((_, i) => i >= commands.length * 2 || i % 2 === 1);
   }
 }
 
@@ -166,6 +171,37 @@ async function perSlot<T extends { entryIds: string[] }>(
     }),
   );
   return { entryIds, outcomes };
+}
+
+/** The XADD of one write item. */
+function xaddOf(item: WriteItem): Command {
+  return addArgs(item.stream, item.fields, item.maxLen);
+}
+
+/**
+ * The idempotent-add script's numkeys, KEYS and ARGV (idempotent-add.script.ts); `touch` rewrites
+ * a repeat's index key so a WAIT after the call covers the first write.
+ */
+function idempotentArgs(
+  stream: string,
+  items: readonly IdempotentItem[],
+  windowMs: number,
+  maxLen: number | undefined,
+  touch: boolean,
+): Command {
+  const keys = [stream, ...items.map((item) => idempotencyKey(stream, item.id))];
+  const args: Command = [keys.length, ...keys, windowMs, maxLen ?? '', touch ? '1' : ''];
+  for (const item of items) args.push(item.fields.length, ...item.fields);
+  return args;
+}
+
+/** The script's flat reply: an entry id and a written flag per item. */
+function idempotentAnswers(reply: unknown, count: number): IdempotentAdd[] {
+  const flat = reply as unknown[];
+  return Array.from({ length: count }, (_, i) => ({
+    entryId: String(flat[2 * i]),
+    written: Number(flat[2 * i + 1]) === 1,
+  }));
 }
 
 function addArgs(

@@ -20,12 +20,12 @@ import type {
   Browsing,
   StreamBrowsing,
   DurableWrites,
-  IdempotentWrites,
   SkipRecords,
   StreamQueries,
   StreamsClient,
   StreamWrites,
 } from './stream-roles';
+import type { IdempotentWrites } from './idempotent-roles';
 import { RedisStreamWrites } from './stream-writes';
 
 // The names this file exported before the Redis layer was cut by role, kept so importers move at
@@ -255,6 +255,10 @@ export class RedisStreamsClient
 
   addIdempotent(...args: Args<IdempotentWrites['addIdempotent']>) {
     return this.writes.addIdempotent(...args);
+  }
+
+  addIdempotentReplicated(...args: Args<IdempotentWrites['addIdempotentReplicated']>) {
+    return this.writes.addIdempotentReplicated(...args);
   }
 
   remove(...args: Args<StreamsClient['remove']>) {

@@ -234,3 +234,143 @@ describe('durable publish (WAIT)', () => {
     expect(await lonelyRedis.exists(stream)).toBe(0);
   });
 });
+
+describe('idempotent and durable (idempotent: true with replicas)', () => {
+  /** The entry ids of `stream` whose `id` field is `id`. */
+  async function entriesWithId(redis: Redis, stream: string, id: string): Promise<string[]> {
+    const all = await redis.xrange(stream, '-', '+');
+    return all.filter(([, fields]) => fields[1] === id).map(([entryId]) => entryId);
+  }
+
+  it('publish: written once, the script and its WAIT on the durable connection; the replica has it the moment it resolves; a repeat answers the first receipt', async () => {
+    const producer = await producerOn(master);
+    const stream = fresh('idem-durable');
+    const waitsBefore = await waitCalls(masterRedis);
+    const first = await producer.publish(
+      stream,
+      { n: 1 },
+      { id: 'pay-1', idempotent: true, replicas: 1 },
+    );
+    expect(await entryIdsOf(replicaRedis, stream)).toEqual([first.entryId]);
+    const again = await producer.publish(
+      stream,
+      { n: 1 },
+      { id: 'pay-1', idempotent: true, replicas: 1 },
+    );
+    expect(again).toEqual(first);
+    expect(await entryIdsOf(masterRedis, stream)).toEqual([first.entryId]);
+    expect(await waitCalls(masterRedis)).toBe(waitsBefore + 2);
+    expect(await masterRedis.get(`{${stream}}:echo-idem::pay-1`)).toBe(first.entryId);
+    // the repeat rewrote its index key with the same value and kept its expiry
+    expect(await masterRedis.pttl(`{${stream}}:echo-idem::pay-1`)).toBeGreaterThan(590_000);
+    expect(await clientNames(masterRedis)).toContain('echo-stream-publish');
+    // 20 racing durable publishes of one id: one entry, one receipt for all
+    const raced = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        producer.publish(stream, { i }, { id: 'race', idempotent: true, replicas: 1 }),
+      ),
+    );
+    expect(new Set(raced.map((r) => r.entryId)).size).toBe(1);
+    expect(await entriesWithId(masterRedis, stream, 'race')).toEqual([raced[0].entryId]);
+    expect(await entriesWithId(replicaRedis, stream, 'race')).toEqual([raced[0].entryId]);
+  });
+
+  it("a repeat's WAIT covers the first write, also one another connection made: it waits for a stalled replica to have it", async () => {
+    const writer = await producerOn(master); // the first write: idempotent, no WAIT
+    const repeater = await producerOn(master); // the repeat: idempotent with replicas
+    const stream = fresh('idem-stalled');
+    replica.pause(); // SIGSTOP: connected, but acknowledges nothing
+    let resumedAt = 0;
+    try {
+      const first = await writer.publish(stream, { n: 1 }, { id: 'late', idempotent: true });
+      const repeat = repeater.publish(
+        stream,
+        { n: 1 },
+        { id: 'late', idempotent: true, replicas: 1, replicaTimeoutMs: 10_000 },
+      );
+      let settled = false;
+      void repeat.finally(() => (settled = true));
+      await new Promise((r) => setTimeout(r, 600));
+      // a WAIT counting only this connection's own writes (none) would have answered already
+      expect(settled).toBe(false);
+      resumedAt = Date.now();
+      replica.resume();
+      await expect(repeat).resolves.toEqual(first);
+      expect(Date.now() - resumedAt).toBeLessThan(10_000);
+      // the moment the repeat resolves, the replica has the FIRST write
+      expect(await entryIdsOf(replicaRedis, stream)).toEqual([first.entryId]);
+    } finally {
+      if (resumedAt === 0) replica.resume();
+    }
+    await master.waitReplicas(1);
+  });
+
+  it('without enough replicas: EchoStreamReplicationError naming the first write for a repeat; nothing written twice', async () => {
+    const producer = await producerOn(lonely);
+    const stream = fresh('idem-lonely');
+    const first = await producer.publish(stream, { n: 1 }, { id: 'solo', idempotent: true });
+    const err = (await producer
+      .publish(
+        stream,
+        { n: 1 },
+        { id: 'solo', idempotent: true, replicas: 1, replicaTimeoutMs: 300 },
+      )
+      .catch((e: unknown) => e)) as EchoStreamReplicationError;
+    expect(err).toBeInstanceOf(EchoStreamReplicationError);
+    expect(err).toMatchObject({ ids: ['solo'], entryIds: [first.entryId], acknowledged: 0 });
+    expect(await entryIdsOf(lonelyRedis, stream)).toEqual([first.entryId]);
+  });
+
+  it('publishMany: new ids written, repeats answer their first write, all on the replica when it resolves', async () => {
+    const producer = await producerOn(master);
+    const stream = fresh('idem-many');
+    const [a] = await producer.publishMany(stream, [{ n: 'a' }], { ids: ['a'], idempotent: true });
+    const receipts = await producer.publishMany(
+      stream,
+      [{ n: 'a' }, { n: 'b' }, { n: 'b' }, { n: 'c' }],
+      { ids: ['a', 'b', 'b', 'c'], idempotent: true, replicas: 1, replicaTimeoutMs: 2000 },
+    );
+    expect(receipts[0]).toEqual(a);
+    expect(receipts[2]).toEqual(receipts[1]);
+    const onMaster = await entryIdsOf(masterRedis, stream);
+    expect(onMaster).toEqual([a.entryId, receipts[1].entryId, receipts[3].entryId]);
+    expect(await entryIdsOf(replicaRedis, stream)).toEqual(onMaster);
+
+    const lonelyProducer = await producerOn(lonely);
+    const other = fresh('idem-many-lonely');
+    const err = (await lonelyProducer
+      .publishMany(other, [1, 2], {
+        ids: ['x', 'y'],
+        idempotent: true,
+        replicas: 1,
+        replicaTimeoutMs: 200,
+      })
+      .catch((e: unknown) => e)) as EchoStreamReplicationError;
+    expect(err).toBeInstanceOf(EchoStreamReplicationError);
+    expect(err.entryIds).toEqual(await entryIdsOf(lonelyRedis, other));
+    expect(err.message).toContain('the 2 entries ARE written on the master');
+  });
+
+  it('the script forgotten by the server (SCRIPT FLUSH): still one pipeline and one WAIT per publish (the text goes with each), written once', async () => {
+    const producer = await producerOn(master);
+    const stream = fresh('idem-flushed');
+    const opts = { idempotent: true, replicas: 1 } as const;
+    await producer.publish(stream, { n: 0 }, { ...opts, id: 'warm' });
+    await masterRedis.script('FLUSH');
+    const waitsBefore = await waitCalls(masterRedis);
+    const first = await producer.publish(stream, { n: 1 }, { ...opts, id: 'after-flush' });
+    expect(await waitCalls(masterRedis)).toBe(waitsBefore + 1);
+    expect(await producer.publish(stream, { n: 1 }, { ...opts, id: 'after-flush' })).toEqual(first);
+    expect(await waitCalls(masterRedis)).toBe(waitsBefore + 2);
+    expect(await entriesWithId(replicaRedis, stream, 'after-flush')).toEqual([first.entryId]);
+  });
+
+  it('the module default producer.idempotent applies to a durable publish too', async () => {
+    const producer = await producerOn(master, { producer: { idempotent: true } });
+    const stream = fresh('idem-default');
+    const first = await producer.publish(stream, { n: 1 }, { id: 'd', replicas: 1 });
+    const again = await producer.publish(stream, { n: 1 }, { id: 'd', replicas: 1 });
+    expect(again).toEqual(first);
+    expect(await entryIdsOf(replicaRedis, stream)).toEqual([first.entryId]);
+  });
+});

@@ -10,6 +10,7 @@ import type { Cluster } from 'ioredis';
 import {
   ConsumerStats,
   EchoStreamModule,
+  EchoStreamReplicationError,
   StreamHandler,
   StreamProducer,
   type StreamMessage,
@@ -72,6 +73,29 @@ describe('idempotent publish on a Cluster', () => {
       expect(many[2]).toEqual(many[0]);
       const entries = await redis.xrange(stream, '-', '+');
       expect(entries.map(([, fields]) => fields[1])).toEqual(['c1', 'c2']);
+    },
+  );
+
+  it.each(['durable-plain', '{acct}:durable'])(
+    "stream %s: with replicas the script and its WAIT go to the slot's master (no replica here: the replication error names the one entry, a repeat too)",
+    async (stream) => {
+      const producer = app.get(StreamProducer);
+      const opts = { idempotent: true, replicas: 1, replicaTimeoutMs: 100 };
+      const first = (await producer
+        .publish(stream, 1, { ...opts, id: 'w1' })
+        .catch((e: unknown) => e)) as EchoStreamReplicationError | undefined;
+      expect(first).toBeInstanceOf(EchoStreamReplicationError);
+      expect(first).toMatchObject({ ids: ['w1'], acknowledged: 0 });
+      const again = (await producer
+        .publishMany(stream, [1, 2], { ...opts, ids: ['w1', 'w2'] })
+        .catch((e: unknown) => e)) as EchoStreamReplicationError;
+      expect(again).toBeInstanceOf(EchoStreamReplicationError);
+      expect(again.entryIds[0]).toBe(first!.entryIds[0]);
+      const entries = await redis.xrange(stream, '-', '+');
+      expect(entries.map(([entryId, fields]) => [entryId, fields[1]])).toEqual([
+        [first!.entryIds[0], 'w1'],
+        [again.entryIds[1], 'w2'],
+      ]);
     },
   );
 });

@@ -169,9 +169,6 @@ describe('idempotent publish', () => {
     await expect(
       producer.publish(stream, 1, { idempotent: 'yes' as unknown as boolean }),
     ).rejects.toThrow(/option 'idempotent' must be a boolean, got 'yes'/);
-    await expect(producer.publish(stream, 1, { idempotent: true, replicas: 1 })).rejects.toThrow(
-      /'idempotent' cannot be combined with 'replicas'/,
-    );
     await expect(producer.publishMany(stream, [1, 2], { ids: ['a'] })).rejects.toThrow(
       /option 'ids' must be an array of 2 id\(s\), one per payload, got 1 id\(s\)/,
     );

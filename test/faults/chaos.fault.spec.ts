@@ -21,6 +21,7 @@
 import * as path from 'node:path';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
 import { sleep } from '../support/wait-for';
+import { prng, Supervisor } from './support/chaos-supervisor';
 import {
   assertBuilt,
   ConsumerProcess,
@@ -44,18 +45,6 @@ const BURST = 10;
 const KILL_EVERY_MS = 1500;
 const CONSUMERS = 3;
 
-/** mulberry32: a small seeded PRNG, so a failing run can be replayed with CHAOS_SEED. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 let server: RedisServer;
 
 beforeAll(async () => {
@@ -67,40 +56,6 @@ afterAll(async () => {
   await stopAllConsumerProcesses();
   await stopAllRedisServers();
 });
-
-/** Restarts consumers at random; a kill may land while a process is still starting. */
-class Supervisor {
-  kills = 0;
-  killedWhileStarting = 0;
-  private readonly starting = new Map<ConsumerProcess, Promise<void>>();
-
-  constructor(private readonly procs: ConsumerProcess[]) {}
-
-  /** Starts `proc` in the background (a kill before READY is part of the chaos). */
-  launch(proc: ConsumerProcess): void {
-    const previous = this.starting.get(proc) ?? Promise.resolve();
-    this.starting.set(
-      proc,
-      previous.then(() =>
-        proc.start(30_000).catch(() => {
-          if (!proc.isRunning()) this.killedWhileStarting++;
-        }),
-      ),
-    );
-  }
-
-  async killAndRestart(proc: ConsumerProcess): Promise<void> {
-    await proc.kill('SIGKILL');
-    this.kills++;
-    this.launch(proc);
-  }
-
-  /** Waits for every pending start; starts (and waits for) any process that is not running. */
-  async heal(): Promise<void> {
-    await Promise.all(this.starting.values());
-    await Promise.all(this.procs.filter((p) => !p.isRunning()).map((p) => p.start(30_000)));
-  }
-}
 
 describe('S16 chaos: consumer processes and Redis killed at random under load', () => {
   it(

@@ -5,7 +5,7 @@
  */
 import { AckBuffer } from '../../lib/consumer/ack-buffer';
 import { Checkpoints } from '../../lib/consumer/checkpoints';
-import type { DecodedMessage } from '../../lib/consumer/entry-triage';
+import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
 import type { AlongAck, EntryCheckpoints } from '../../lib/redis/stream-roles';
 import { testLoop } from '../support/loop-context';
 
@@ -21,7 +21,9 @@ class MemoryCheckpoints implements EntryCheckpoints {
   }
 }
 
-const decoded = (entryId: string, attempts: number): DecodedMessage => ({
+// a message as the triage builds it: its saveCheckpoint calls the loop's Checkpoints.save
+let saver: Checkpoints;
+const decoded = (entryId: string, attempts: number): StreamMessage => ({
   id: entryId,
   entryId,
   stream: 'orders',
@@ -30,6 +32,7 @@ const decoded = (entryId: string, attempts: number): DecodedMessage => ({
   payload: {},
   attempts,
   signal: new AbortController().signal,
+  saveCheckpoint: (value) => saver.save(entryId, value),
 });
 
 describe('Checkpoints', () => {
@@ -38,11 +41,12 @@ describe('Checkpoints', () => {
     store.values.set('2-0', '{"step":2}');
     store.values.set('4-0', 'not json');
     const loop = testLoop();
-    const checkpoints = new Checkpoints(loop.context, store);
-    const first = await checkpoints.attach([decoded('1-0', 1), decoded('5-0', 1)]);
+    const checkpoints = (saver = new Checkpoints(loop.context, store));
+    const fresh = [decoded('1-0', 1), decoded('5-0', 1)];
+    const first = await checkpoints.attach(fresh);
     expect(store.reads).toEqual([]);
+    expect(first).toBe(fresh); // a read of first deliveries: no copy
     expect(first.map((m) => m.checkpoint)).toEqual([undefined, undefined]);
-    expect(first.every((m) => typeof m.saveCheckpoint === 'function')).toBe(true);
 
     const again = await checkpoints.attach([
       decoded('1-0', 1),
@@ -58,7 +62,7 @@ describe('Checkpoints', () => {
 
   it('saves JSON, refuses what JSON cannot hold, and drops along the XACK only the records it knows', async () => {
     const store = new MemoryCheckpoints();
-    const checkpoints = new Checkpoints(testLoop().context, store);
+    const checkpoints = (saver = new Checkpoints(testLoop().context, store));
     const [a, b] = await checkpoints.attach([decoded('1-0', 1), decoded('2-0', 1)]);
     expect(checkpoints.alongAck(['1-0', '2-0'])).toBeNull(); // nothing saved: no write
     await a.saveCheckpoint({ at: [1, 2] });
@@ -73,7 +77,7 @@ describe('Checkpoints', () => {
   });
 
   it('an entry leaving without an ack (dead letter, deleted) drops its record, known here or not', async () => {
-    const checkpoints = new Checkpoints(testLoop().context, new MemoryCheckpoints());
+    const checkpoints = (saver = new Checkpoints(testLoop().context, new MemoryCheckpoints()));
     const [a] = await checkpoints.attach([decoded('1-0', 1)]);
     await a.saveCheckpoint(1);
     expect(checkpoints.alongExit(['1-0', '9-0'])).toEqual({
@@ -86,7 +90,7 @@ describe('Checkpoints', () => {
   });
 
   it('a client without checkpoints saves nothing and reads nothing', async () => {
-    const checkpoints = new Checkpoints(testLoop().context, undefined);
+    const checkpoints = (saver = new Checkpoints(testLoop().context, undefined));
     const [m] = await checkpoints.attach([decoded('1-0', 3)]);
     await m.saveCheckpoint(1);
     expect(m.checkpoint).toBeUndefined();

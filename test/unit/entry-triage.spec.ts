@@ -4,6 +4,7 @@ import { triage, type TriageRules } from '../../lib/consumer/entry-triage';
 import type { RawEntry } from '../../lib/redis/streams-client';
 
 const signal = new AbortController().signal;
+const saved: Array<[string, unknown]> = [];
 
 function rules(waiting: string[] = []): TriageRules {
   return {
@@ -14,6 +15,9 @@ function rules(waiting: string[] = []): TriageRules {
     maxDeliveries: 3,
     signal,
     isWaitingRetry: (id) => waiting.includes(id),
+    saveCheckpoint: async (entryId, value) => {
+      saved.push([entryId, value]);
+    },
   };
 }
 
@@ -56,8 +60,8 @@ describe('triage', () => {
     expect(read.freshFields).toEqual([entries[0].fields, entries[4].fields]);
   });
 
-  it('a fresh read (no counts) is a first attempt, and messages carry who read them and the signal', () => {
-    const read = triage([entry('7-0')], null, rules());
+  it('a fresh read (no counts) is a first attempt, and messages carry who read them, the signal and their saveCheckpoint', async () => {
+    const read = triage([entry('7-0'), entry('8-0')], null, rules());
     expect(read.fresh).toEqual([
       {
         id: 'b-7-0',
@@ -68,7 +72,18 @@ describe('triage', () => {
         payload: { n: 1 },
         attempts: 1,
         signal,
+        saveCheckpoint: expect.any(Function),
       },
+      expect.objectContaining({ entryId: '8-0' }),
+    ]);
+    expect('checkpoint' in read.fresh[0]).toBe(false);
+    // each message's saveCheckpoint saves for its own entry
+    saved.length = 0;
+    await read.fresh[1].saveCheckpoint({ step: 1 });
+    await read.fresh[0].saveCheckpoint(2);
+    expect(saved).toEqual([
+      ['8-0', { step: 1 }],
+      ['7-0', 2],
     ]);
   });
 

@@ -3,6 +3,7 @@
  * checked against values Python's `zlib.crc32` prints), the contiguous floor/ceil assignment every
  * process computes alike, and the in-place retry of a key's lane.
  */
+import { decodeEntry, fieldsCodec } from '../../lib/codec/codecs';
 import { crc32, partitionOf, partitionStreamOf } from '../../lib/codec/partition-key';
 import { KeyRetry } from '../../lib/consumer/key-retry';
 import { assignedPartitions } from '../../lib/consumer/partition-assignment';
@@ -18,6 +19,16 @@ describe('partition hash', () => {
     ]);
     expect(partitionOf('acct-42', 16)).toBe(1198172233 % 16);
     expect(partitionStreamOf('orders', 3)).toBe('orders:p:3');
+  });
+});
+
+describe('the partition key field', () => {
+  const flat = ['id', 'o-1', 'pkey', 'acct-7', 'sku', 'x'];
+  it("is the module's on a partition stream: the codec does not see it", () => {
+    expect(decodeEntry(fieldsCodec, flat, true).payload).toEqual({ sku: 'x' });
+  });
+  it("is the producer's own field on any other stream: the codec gets it", () => {
+    expect(decodeEntry(fieldsCodec, flat).payload).toEqual({ pkey: 'acct-7', sku: 'x' });
   });
 });
 

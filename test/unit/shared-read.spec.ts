@@ -12,7 +12,10 @@ const G = 'g';
 function setUp(streams: string[]): { fake: FakeStreamsClient; read: SharedGroupRead } {
   const fake = new FakeStreamsClient();
   for (const stream of streams) fake.seedGroup(stream, G);
-  return { fake, read: new SharedGroupRead({ client: fake, group: G, consumer: 'c1' }) };
+  const read = new SharedGroupRead({ client: fake, group: G, consumer: 'c1' });
+  // every loop joins when it is wired, before any of them reads (as the orchestrator does)
+  for (const stream of streams) read.member(stream);
+  return { fake, read };
 }
 
 /** A reply error as ioredis raises it. */
@@ -53,6 +56,18 @@ describe('SharedGroupRead', () => {
     expect(await outcome(a)).toBe('entries:a-1');
     await read.close();
     expect(await outcome(c)).toBe('entries:');
+  });
+
+  it('a read of one loop goes out in the tick it is asked (nothing to gather), and again after each round', async () => {
+    const { fake, read } = setUp(['a']);
+    const a = read.member('a').read(10, 5000, 5000);
+    expect(fake.callsOf('readGroups')).toHaveLength(1);
+    fake.seed('a', ['id', 'a-1', 'data', '{}']);
+    expect(await outcome(a)).toBe('entries:a-1');
+    const again = read.member('a').read(10, 5000, 5000);
+    expect(fake.callsOf('readGroups')).toHaveLength(2);
+    await read.close();
+    expect(await outcome(again)).toBe('entries:');
   });
 
   it('a round reads COUNT = the smallest batch asked, parks until the nearest deadline', async () => {

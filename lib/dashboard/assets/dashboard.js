@@ -242,7 +242,7 @@
     const selected = view.stream === stream.stream;
     return el('tr', { class: 'stream-row' + (selected ? ' current' : ''), 'data-stream': stream.stream },
       el('td', { 'data-field': 'stream' }, stream.stream),
-      el('td', { class: 'muted', colspan: 9, 'data-field': 'summary' }, summary),
+      el('td', { class: 'muted', colspan: 10, 'data-field': 'summary' }, summary),
       el('td', { class: 'num' + (stream.deadLetters > 0 ? ' hot' : ''), 'data-field': 'deadLetters', title: 'dead letters of all groups' }, letterCount(stream.deadLetters, stream)),
       el('td', { class: 'num', 'data-field': 'length' }, num(stream.length)),
     );
@@ -266,8 +266,21 @@
       el('td', { class: 'num' + (g.lag > 0 ? ' hot' : ''), 'data-field': 'lag' }, num(g.lag)),
       el('td', { class: 'num', 'data-field': 'pending' }, num(g.pending)),
       el('td', { class: 'num', 'data-field': 'oldestPending' }, duration(g.oldestPendingMs)),
+      skippedCell(g),
       el('td', { class: 'num' + (g.deadLetters > 0 ? ' hot' : ''), 'data-field': 'deadLetters', title: 'dead letters of this group' }, letterCount(g.deadLetters, stream)),
       el('td', { class: 'mutate' }, pauseButton(g)),
+    );
+  }
+
+  /**
+   * Entries this app's loop acked without calling its handler: duplicates (`dedup`) / stale
+   * replays (`newerWins`); a dash for a group the app runs no loop of.
+   */
+  function skippedCell(g) {
+    return el('td', { class: 'num', 'data-field': 'skipped', title: 'acked without a handler call since the loop started: duplicates (dedup) / stale replays (newerWins)' },
+      el('span', { 'data-field': 'duplicates' }, num(g.totalDuplicates)),
+      ' / ',
+      el('span', { 'data-field': 'stale' }, num(g.totalStale)),
     );
   }
 

@@ -257,7 +257,7 @@ export interface OracleReport {
 }
 
 /** Reads every entry of a stream (paged XRANGE) as `[entryId, fields]`. */
-async function readStream(redis: Redis, stream: string): Promise<Array<[string, string[]]>> {
+export async function readStream(redis: Redis, stream: string): Promise<Array<[string, string[]]>> {
   const out: Array<[string, string[]]> = [];
   let start = '-';
   for (;;) {
