@@ -4,6 +4,7 @@ import { fieldsToRecord } from '../codec/codecs';
 import { fieldsText } from '../codec/fields-text';
 import { duration, safeText, table } from './format';
 import { inspectPartitioned } from './partition-inspect';
+import { partitionedGroupNames } from '../admin/partition-groups';
 
 export type { CommandContext } from './command-context';
 
@@ -257,11 +258,11 @@ export const COMMANDS: Record<string, CommandSpec> = {
       '',
       'Within claimIntervalMs each loop of the group on the stream stops reading, sweeping and',
       'claiming: entries in hand finish, waiting retries keep waiting, nothing is released. It',
-      'lasts (a key in Redis) until `echo-stream resume`, across restarts.',
+      'lasts (a key in Redis) until `echo-stream resume`, across restarts. On a partitioned',
+      'stream (its name, not `<stream>:p:<i>`) it holds every partition loop of the group.',
     ],
     async run(ctx, { positionals: [stream, group] }) {
-      await requireStream(ctx, stream);
-      if (!(await ctx.client.groups(stream)).some((g) => g.name === group)) {
+      if (!(await groupNamesOf(ctx, stream)).includes(group)) {
         throw new CliError(`no group '${group}' on stream '${stream}'`);
       }
       const was = await ctx.admin.isPaused(stream, group);
@@ -352,6 +353,17 @@ export const COMMANDS: Record<string, CommandSpec> = {
 };
 
 /** A missing key or a key of another type is a clear one-line error, not an empty answer. */
+/**
+ * The group names of `stream`: of the Redis stream, or of a partitioned stream's partitions (its
+ * loops read the pause flag of its name, docs/partitions.md "Pause").
+ */
+async function groupNamesOf(ctx: CommandContext, stream: string): Promise<string[]> {
+  const partitioned = await partitionedGroupNames(ctx.client, stream);
+  if (partitioned) return partitioned;
+  await requireStream(ctx, stream);
+  return (await ctx.client.groups(stream)).map((g) => g.name);
+}
+
 async function requireStream(ctx: CommandContext, stream: string): Promise<void> {
   const type = await ctx.browser.keyType(stream);
   if (type === 'none') throw new CliError(`no such key '${stream}'`);

@@ -4,11 +4,12 @@ import type {
   ConsumerState,
   OwnedPartitionInfo,
 } from '../interfaces/consumer-snapshot.interface';
-import type { PartitionLeases } from '../redis/stream-roles';
+import type { GroupPauses, PartitionLeases } from '../redis/stream-roles';
 import type { StreamQueries, StreamsClient } from '../redis/stream-roles';
 import type { StreamConsumerConfig } from './consumer.types';
 import { PartitionLag } from './partition-lag';
 import { PartitionOwnership, type PartitionLoop } from './partition-ownership';
+import { NEVER_PAUSED, PauseWatch, type PauseProbe } from './pause-watch';
 import { StreamConsumer } from './stream-consumer';
 
 /** What a partitioned handler needs beside a plain loop's config. */
@@ -24,6 +25,12 @@ export interface PartitionedConsumerConfig extends Omit<
   readonly stopTimeoutMs: number;
   /** Where the leases are kept (the app's shared connection). */
   readonly leases: PartitionLeases;
+  /**
+   * The pause switch of the group on `stream` itself (the app's shared connection): every
+   * partition loop holds while it is set (docs/partitions.md "Pause"). None (a test fake): never
+   * paused.
+   */
+  readonly pauses?: Pick<GroupPauses, 'pausedSince'>;
   /** Where the lag of the owned partitions is read (the app's shared connection). */
   readonly queries: Pick<StreamQueries, 'groups'>;
   /** A connection of its own for the loop of one partition (closed with the loop). */
@@ -64,6 +71,8 @@ export class PartitionedConsumer {
   private state: ConsumerState = 'starting';
   private stopped: Promise<void> | null = null;
   private readonly lag: PartitionLag;
+  /** The pause flag of the group on the partitioned stream's name, shared by every loop. */
+  private readonly pauseProbe: PauseProbe;
 
   constructor(private readonly config: PartitionedConsumerConfig) {
     this.stream = config.stream;
@@ -74,6 +83,12 @@ export class PartitionedConsumer {
       (partition) => partitionStreamOf(config.stream, partition),
       config.now,
     );
+    // one flag for the whole group (the base stream's), one MGET per interval for every loop
+    this.pauseProbe = config.pauses
+      ? new PauseWatch(config.pauses, config.group, config.now, (text) =>
+          config.logger.warn(text),
+        ).member(config.stream)
+      : NEVER_PAUSED;
     this.ownership = new PartitionOwnership({
       stream: config.stream,
       group: config.group,
@@ -121,13 +136,22 @@ export class PartitionedConsumer {
     ) as Record<(typeof SUMMED)[number], number>;
     const live = [...this.loops.values()].map((l) => l.snapshot());
     const degraded = live.some((s) => s.state === 'degraded');
+    // paused once every loop it owns has seen the flag (a loop parked in a read sees it next)
+    const paused = live.length > 0 && live.every((s) => s.state === 'paused');
     const lastError = all.map((s) => s.lastError).find((e) => e !== null) ?? null;
     return {
       stream: this.stream,
       group: this.group,
       consumer: this.config.consumer,
       handler: this.config.handlerName,
-      state: degraded && this.state === 'running' ? 'degraded' : this.state,
+      state:
+        this.state !== 'running'
+          ? this.state
+          : degraded
+            ? 'degraded'
+            : paused
+              ? 'paused'
+              : 'running',
       ...sums,
       lastError,
       partitions: this.owned(),
@@ -169,6 +193,7 @@ export class PartitionedConsumer {
       ...config,
       stream,
       client,
+      pauses: this.pauseProbe,
       partition: { index: partition, generation },
     });
     this.loops.set(partition, loop);

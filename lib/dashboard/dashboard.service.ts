@@ -4,6 +4,7 @@ import { errorText } from '../codec/codecs';
 import { EchoStreamConnections } from '../runtime/echo-stream.connections';
 import { ConsumerRegistry } from '../runtime/echo-stream.registry';
 import type { ConsumerSnapshot } from '../interfaces/consumer-snapshot.interface';
+import { partitionedGroupNames } from '../admin/partition-groups';
 import { isInvalidStreamIdError, isWrongTypeError } from '../redis/redis-errors';
 import { ConsumerStats } from '../stats/consumer-stats.service';
 import type { PageQuery, RedriveBody } from './dashboard-input';
@@ -140,8 +141,15 @@ export class DashboardService {
     paused: boolean,
   ): Promise<{ stream: string; group: string; paused: boolean }> {
     this.assertKnown(stream);
-    const groups = await this.read(stream, () => this.connections.client.groups(stream));
-    if (!groups.some((g) => g.name === group)) {
+    const client = this.connections.client;
+    // a partitioned stream: its group on any partition (the loops read the flag of the name)
+    const groups = await this.read(
+      stream,
+      async () =>
+        (await partitionedGroupNames(client, stream)) ??
+        (await client.groups(stream)).map((g) => g.name),
+    );
+    if (!groups.includes(group)) {
       throw new NotFoundException(`stream '${stream}' has no group '${group}'`);
     }
     await this.read(stream, async () => {

@@ -23,8 +23,13 @@ export async function partitionedGroupViews(
     Promise.all(streams.map((s) => client.groups(s))),
   ]);
   const mine = loops.filter((l) => l.stream === stream && l.partitions !== undefined);
+  // the pause flag of each group on the stream's name (docs/partitions.md "Pause"): one MGET
+  const pausedSince = client.pauses
+    ? await client.pauses.pausedSince(mine.map((loop) => ({ stream, group: loop.group })))
+    : mine.map(() => null);
   const groups = await Promise.all(
-    mine.map(async (loop): Promise<GroupView> => {
+    mine.map(async (loop, index): Promise<GroupView> => {
+      const since = pausedSince[index];
       const rows = await leases.table(stream, loop.group, count);
       const partitions: PartitionView[] = rows.map((row) => {
         const info = groupsOf[row.partition].find((g) => g.name === loop.group);
@@ -35,7 +40,7 @@ export async function partitionedGroupViews(
       return {
         group: loop.group,
         state: loop.state,
-        pausedSince: null,
+        pausedSince: since === null || since === undefined ? null : new Date(since).toISOString(),
         handler: loop.handler,
         consumers: owners.map((name) => ({
           name,

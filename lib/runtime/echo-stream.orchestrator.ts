@@ -186,6 +186,7 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
         stopTimeoutMs: this.options.shutdownTimeoutMs,
         leases: this.connections.client.partitions,
         queries: this.connections.client,
+        pauses: this.connections.client.pauses,
         openClient: () => this.connections.createLoopClient(),
       });
     return new StreamConsumer({
