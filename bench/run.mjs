@@ -19,8 +19,9 @@
 //                         1,000/s of raw, raw-bp, node-redis and lib; results in bench/results/headline.*
 //   BENCH_FULL=1          also the slow extras (memory run of BullMQ c=50 and lib-c16)
 //   BENCH_ONLY=raw,lib    only these contenders (raw is always kept as the baseline)
-//   BENCH_WORKLOADS=drain,latency,idle,memory,retries,many-handlers,effectively-once   only these
-//                         workloads (effectively-once runs bench/effectively-once.mjs in a child)
+//   BENCH_WORKLOADS=drain,latency,idle,memory,retries,many-handlers,effectively-once,partitions
+//                         only these workloads (effectively-once runs bench/effectively-once.mjs
+//                         in a child, partitions bench/partitions.mjs with BENCH_PART_N = BENCH_N)
 //   BENCH_MANY_N / BENCH_MANY_IDLE_SECONDS / BENCH_MANY_SHARED_READS: see bench/many-handlers.mjs
 //   BENCH_LIB=/path/index.js   the library build to measure (default: dist/index.js)
 //   BENCH_LIB_VARIANTS=tag=/path/index.js,...   A/B: a per-entry contender 'lib@tag' per build
@@ -72,7 +73,7 @@ const WORKLOADS = (
     ? 'drain,latency'
     : QUICK
       ? 'drain,latency,idle,memory,retries,many-handlers'
-      : 'drain,latency,idle,memory,retries,many-handlers,effectively-once')
+      : 'drain,latency,idle,memory,retries,many-handlers,effectively-once,partitions')
 ).split(',');
 const LIB = resolve(env.BENCH_LIB ?? join(root, 'dist/index.js'));
 // '1': the library contenders; or a list of contender names
@@ -1017,6 +1018,14 @@ function markdown(report) {
     );
     L.push('```', report.effectivelyOnce.trim(), '```');
   }
+  if (report.partitions) {
+    L.push(
+      '',
+      '## Partitioned streams (bench/partitions.mjs, ratios to the plain stream of its run)',
+      '',
+    );
+    L.push('```', report.partitions.trim(), '```');
+  }
   L.push(...goalsMarkdown(report.goals, config.rounds));
   if (targets.length) {
     L.push('');
@@ -1260,6 +1269,16 @@ async function main() {
         { encoding: 'utf8', env: { ...env, BENCH_ROUNDS: String(ROUNDS) } },
       );
       log(report.effectivelyOnce.trim());
+    }
+    if (WORKLOADS.includes('partitions')) {
+      if (!existsSync(LIB)) throw new Error(`${LIB} not found: run 'npm run build' first`);
+      // Its own throw-away server and child processes; the script prints its lines, kept as they are.
+      log('bench: partitioned streams (node bench/partitions.mjs)');
+      report.partitions = execFileSync(process.execPath, [join(here, 'partitions.mjs')], {
+        encoding: 'utf8',
+        env: { ...env, BENCH_PART_N: env.BENCH_PART_N ?? String(N) },
+      });
+      log(report.partitions.trim());
     }
     const noise = [
       ...report.runs.drain,
