@@ -1,5 +1,6 @@
 import type { StreamMessage } from '../interfaces/stream-message.interface';
 import type { RawEntry } from '../redis/stream-roles';
+import type { HeldKeys } from './held-keys';
 import type { AckBuffer } from './ack-buffer';
 import type { AckRecordSource } from './ack-records';
 import type { Checkpoints } from './checkpoints';
@@ -24,6 +25,8 @@ import type { SweepPace } from './sweep-pace';
 /** What handing a read to the handler needs besides the context. */
 export interface DeliveryParts {
   readonly runner: Pick<HandlerRunner, 'run'>;
+  /** Partitions: the keys whose failed entry waits for its retry (absent: none). */
+  readonly heldKeys?: Pick<HeldKeys, 'reading'>;
   readonly settlement: Pick<
     Settlement,
     'uncharge' | 'deleted' | 'deadLetter' | 'rejected' | 'failed' | 'release'
@@ -128,9 +131,36 @@ export class Delivery {
     if (messages.length === 0) return;
 
     await this.parts.limiter.confirm(messages.length);
+    this.parts.heldKeys?.reading(entries, counts);
     const outcome = await this.handle(messages, counts);
     // stop() gave up waiting: it settled this batch already and closed the connection
     if (this.context.isAbandoned()) return;
+    await this.settle(messages, outcome, entries, counts);
+  }
+
+  /**
+   * Runs the entries of a held key's lane (partitions, `HeldKeys`: one key, in stream order; its
+   * entries are kept claimed by the lane) and settles them as a read's.
+   */
+  async processHeld(
+    messages: StreamMessage<unknown>[],
+    entries: readonly RawEntry[],
+    counts: ReadonlyMap<string, number>,
+  ): Promise<void> {
+    const ids = messages.map((m) => m.entryId);
+    const batch = new BatchInHand(ids, { touchedAt: this.context.now() });
+    const outcome = await this.parts.runner.run(messages, batch, true);
+    if (this.context.isAbandoned()) return;
+    await this.settle(messages, outcome, entries, counts);
+  }
+
+  private async settle(
+    messages: readonly StreamMessage<unknown>[],
+    outcome: HandleOutcome,
+    entries: readonly RawEntry[],
+    counts: ReadonlyMap<string, number> | null,
+  ): Promise<void> {
+    const { settlement } = this.parts;
     this.parts.records?.handled(messages, outcome.ok);
     this.parts.acks.add(outcome.ok);
     if (outcome.rejected) await settlement.rejected(outcome.rejected, entries);

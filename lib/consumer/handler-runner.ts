@@ -4,6 +4,7 @@ import { isEntryRejected } from '../errors/entry-rejected.error';
 import type { BatchAcks, StreamMessage } from '../interfaces/stream-message.interface';
 import type { ConsumerLogger, EntryHandler } from './consumer.types';
 import { keyLanes } from './key-lanes';
+import type { HeldKeys } from './held-keys';
 import type { KeyRetry } from './key-retry';
 import type {
   FailedEntry,
@@ -36,13 +37,14 @@ export class HandlerRunner implements HandlerErrors {
   /**
    * @param keyOf with `newerWins` or `partitions`: the key of an entry; entries of one key then
    *   run one at a time, in stream order ({@link keyLanes}).
-   * @param keyRetry with `partitions`: a failed entry is retried in its key's lane.
+   * @param keyRetry with `partitions`: a failed entry is retried after its delay with its key's
+   *   later entries parked behind it in `heldKeys`; the batch goes on without them.
    */
   constructor(
     context: LoopContext,
     private readonly handler: EntryHandler,
     private readonly keyOf?: (message: StreamMessage<unknown>) => string | undefined,
-    private readonly keyRetry?: KeyRetry,
+    private readonly keyRetry?: { retry: KeyRetry; held: HeldKeys },
   ) {
     this.concurrency = context.options.concurrency;
     this.counters = context.counters;
@@ -52,9 +54,19 @@ export class HandlerRunner implements HandlerErrors {
     this.now = () => context.now();
   }
 
-  /** Handles `messages`, recording progress in `held`; entries not started at stop are reported. */
-  run(messages: StreamMessage<unknown>[], held: HandlingBatch): Promise<HandleOutcome> {
-    return this.handler.batch ? this.handleBatch(messages, held) : this.handleEach(messages, held);
+  /**
+   * Handles `messages`, recording progress in `held`; entries not started at stop are reported.
+   * Entries handed to a held key (partitions) are in none of the outcome's lists.
+   * @param heldLane true for the run of a held key's lane (its entries are not parked again).
+   */
+  run(
+    messages: StreamMessage<unknown>[],
+    held: HandlingBatch,
+    heldLane = false,
+  ): Promise<HandleOutcome> {
+    return this.handler.batch
+      ? this.handleBatch(messages, held)
+      : this.handleEach(messages, held, heldLane);
   }
 
   /** The last handler error this process saw for the entry, if any. */
@@ -75,14 +87,17 @@ export class HandlerRunner implements HandlerErrors {
   private async handleEach(
     messages: StreamMessage<unknown>[],
     held: HandlingBatch,
+    heldLane: boolean,
   ): Promise<HandleOutcome> {
-    const { handler } = this;
+    const { handler, keyRetry } = this;
     if (handler.batch) throw new TypeError('handleEach needs a per-entry handler');
     const rejected: RejectedEntry[] = [];
-    /** One attempt of `message`; the next attempt to run (`KeyRetry`), or `null`: settled. */
-    const attempt = async (
-      message: StreamMessage<unknown>,
-    ): Promise<StreamMessage<unknown> | null> => {
+    /** Entries handed to a held key (partitions): settled by its lane, not by this batch. */
+    const handed = new Set<string>();
+    /** The errors of the entries handed to a held key, by entry id. */
+    const failures = new Map<string, unknown>();
+    /** One attempt of `message`; the delay of its retry when it failed and is held, else `null`. */
+    const attempt = async (message: StreamMessage<unknown>): Promise<number | null> => {
       // called inline (no async wrapper): a synchronous handler costs no promise per entry
       try {
         const result = handler.call(message);
@@ -90,43 +105,69 @@ export class HandlerRunner implements HandlerErrors {
         held.ok.push(message.entryId);
         return null;
       } catch (err) {
-        if (this.keyRetry === undefined || isEntryRejected(err)) {
+        if (keyRetry === undefined || isEntryRejected(err)) {
           this.settleThrow(err, message, held, rejected);
           return null;
         }
-        // a partitioned stream retries in the key's lane: the key's later entries wait behind it
         this.entryFailed(err, message);
-        const next = await this.keyRetry.next(message, err);
-        if (next === null)
+        const delayMs = keyRetry.retry.delayOf(message, err);
+        if (delayMs === null)
           held.failed.push({
             message,
             error: err,
             claimedAt: held.touchedAt,
             failedAt: this.now(),
           });
-        return next;
+        else failures.set(message.entryId, err);
+        return delayMs;
       }
     };
-    const runOne = async (first: StreamMessage<unknown>): Promise<void> => {
-      held.started.add(first.entryId);
-      let next = await attempt(first);
-      while (next !== null) next = await attempt(next);
-      held.unsettled.delete(first.entryId);
+    const runOne = async (message: StreamMessage<unknown>): Promise<number | null> => {
+      held.started.add(message.entryId);
+      const delayMs = await attempt(message);
+      held.unsettled.delete(message.entryId);
+      return delayMs;
     };
     let unstarted: string[];
     if (this.keyOf) {
-      const lanes = keyLanes(messages, this.keyOf);
+      const keyOf = this.keyOf;
+      // a partitioned stream: the entries of a held key wait behind its retry (docs/partitions.md)
+      const runnable = keyRetry && !heldLane ? keyRetry.held.divert(messages, keyOf) : messages;
+      if (runnable !== messages) {
+        const kept = new Set(runnable);
+        for (const m of messages) if (!kept.has(m)) handed.add(m.entryId);
+      }
+      const lanes = keyLanes(runnable, keyOf);
       let nextLane = 0;
       const work = async (): Promise<void> => {
         while (nextLane < lanes.length && !this.isStopping()) {
-          for (const message of lanes[nextLane++]) {
-            if (this.isStopping()) break;
-            await runOne(message);
+          const lane = lanes[nextLane++];
+          for (let i = 0; i < lane.length && !this.isStopping(); i++) {
+            const delayMs = await runOne(lane[i]);
+            if (delayMs === null || !keyRetry) continue;
+            // its retry waits outside this batch, the key's later entries behind it
+            const rest = lane.slice(i + 1);
+            keyRetry.held.hold(
+              // an entry without a key holds only itself
+              keyOf(lane[i]) ?? `\u0000${lane[i].entryId}`,
+              lane[i],
+              failures.get(lane[i].entryId),
+              delayMs,
+              rest,
+            );
+            for (const m of [lane[i], ...rest]) {
+              handed.add(m.entryId);
+              held.unsettled.delete(m.entryId);
+            }
+            break;
           }
         }
       };
       await this.inParallel(Math.min(this.concurrency, lanes.length), work);
-      unstarted = messages.filter((m) => !held.started.has(m.entryId)).map((m) => m.entryId);
+      unstarted = messages
+        .filter((m) => !held.started.has(m.entryId) && !handed.has(m.entryId))
+        .map((m) => m.entryId);
+      if (handed.size > 0) for (const id of handed) held.unsettled.delete(id);
     } else if (this.concurrency <= 1) {
       // one at a time, in stream order: a synchronous handler runs in this loop without a promise
       // or a microtask hop per entry; only a handler that returns a thenable is awaited

@@ -51,8 +51,8 @@ export class HeldEntries implements HeldBatch {
 }
 
 /** The kinds of held entries, in the order a tick touches them. */
-export type HeldKind = 'inHand' | 'deadLetters' | 'readAhead' | 'retries';
-const KINDS: readonly HeldKind[] = ['inHand', 'deadLetters', 'readAhead', 'retries'];
+export type HeldKind = 'inHand' | 'deadLetters' | 'readAhead' | 'retries' | 'heldKeys';
+const KINDS: readonly HeldKind[] = ['inHand', 'deadLetters', 'readAhead', 'retries', 'heldKeys'];
 
 /**
  * Keeps held entries claimed: every `minIdleMs / 4` it re-claims (`XCLAIM ... JUSTID`) each set

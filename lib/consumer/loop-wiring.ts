@@ -8,7 +8,8 @@ import { DeadLetterPath } from './dead-letter-path';
 import { Delivery } from './delivery';
 import { HandlerRunner } from './handler-runner';
 import { KeyRetry } from './key-retry';
-import { Heartbeat } from './heartbeat';
+import { HeldEntries, Heartbeat } from './heartbeat';
+import { HeldKeys } from './held-keys';
 import { LoopHealth } from './loop-health';
 import type { LoopContext } from './loop.types';
 import { ParkedRead } from './parked-read';
@@ -45,6 +46,8 @@ export interface LoopParts {
   readonly acks: AckBuffer;
   /** Handles one read and settles it. */
   readonly delivery: Delivery;
+  /** Partitions: the keys whose failed entry waits for its retry (absent: none). */
+  readonly heldKeys?: HeldKeys;
   /** Own PEL drain, poison sweep, reclaim. */
   readonly pel: PelSweep;
   /** Due retries; waiting ones released at stop. */
@@ -84,9 +87,29 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
   const handler = config.tracing ? config.tracing.wrap(config.handler) : config.handler;
   // dedup / newerWins: a filter before the handler, records written with the XACK; none when off
   const skipRules = skipRulesOf(options);
-  // partitions: lanes by the entry's key, a failure retried in its lane (docs/partitions.md)
-  const runner = config.partition
-    ? new HandlerRunner(context, handler, (m) => m.key, new KeyRetry(context))
+  // partitions: lanes by the entry's key; a failure waits for its retry outside the batch, the
+  // later entries of its key parked behind it (docs/partitions.md "Order")
+  const heldKeys: HeldKeys | undefined = config.partition
+    ? new HeldKeys(context, {
+        // its acks go out with the loop's next read (a park ends within claimIntervalMs)
+        run: (messages, entries, counts): Promise<void> =>
+          delivery.processHeld(messages, entries, counts),
+        stopped: async (failed, parked, counts): Promise<void> => {
+          if (failed)
+            await settlement.failed(
+              [{ ...failed, claimedAt: now(), failedAt: now() }],
+              [failed.entry],
+            );
+          await settlement.release(parked, counts, 'parked');
+        },
+        isPaused: (): boolean => pause.isPaused,
+      })
+    : undefined;
+  const runner = heldKeys
+    ? new HandlerRunner(context, handler, (m) => m.key, {
+        retry: new KeyRetry(context),
+        held: heldKeys,
+      })
     : new HandlerRunner(context, handler, skipRules?.keyOf);
   const checkpoints = new Checkpoints(context, client.checkpoints);
   // a dead letter or a deleted entry leaves with its checkpoint, known here or not
@@ -102,6 +125,7 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
 
   const heartbeat = new Heartbeat(context, client);
   heartbeat.keep('retries', scheduler.held);
+  if (heldKeys) heartbeat.keep('heldKeys', new HeldEntries(() => heldKeys.ids(), now()));
   const records = skipRules ? new AckRecords(skipRules) : undefined;
   const skips = skipRules ? new SkipFilter(context, client, skipRules) : undefined;
   const acks = new AckBuffer(context, client, runner, { records, along: [checkpoints] });
@@ -125,6 +149,7 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
   });
   const delivery = new Delivery(context, {
     runner,
+    heldKeys,
     settlement,
     acks,
     checkpoints,
@@ -186,6 +211,7 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
     heartbeat,
     acks,
     delivery,
+    heldKeys,
     pel,
     retries,
     readAhead,

@@ -81,6 +81,9 @@ export class StreamConsumer {
         `${context.where}: acks at shutdown failed: ${errorText(err)}; entries stay pending`,
       );
     }
+    // partitions: the held keys' lanes end (a waiting retry becomes a waiting retry here, the
+    // entries parked behind it are released uncharged)
+    await this.loop.heldKeys?.idle();
     // on its own (it never throws): a failed ack must not keep the waiting retries from peers
     await retries.releaseAll();
     heartbeat.stop();

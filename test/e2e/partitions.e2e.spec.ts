@@ -329,4 +329,103 @@ describe('partitioned handlers', () => {
     expect(good.map((c) => c.seq)).toEqual([0, 1, 2]);
     expect(good[2].endedAt!).toBeLessThan(bad[1].startedAt);
   });
+
+  it('let other keys read later and run while a failing key waits for its retry', async () => {
+    const stream = fresh();
+    const calls: Call[] = [];
+    await startApp(
+      'a',
+      stream,
+      {
+        partitions: 1,
+        concurrency: 4,
+        retry: { type: 'fixed', delayMs: 500 },
+        maxDeliveries: 5,
+        claimIntervalMs: 500,
+      },
+      calls,
+      async (m) => {
+        await sleep(5);
+        if (m.key === 'A' && m.payload.seq === 0 && m.attempts < 3)
+          throw new Error(`planned failure ${m.attempts}`);
+      },
+    );
+    const producer = (apps[0] as INestApplication).get(StreamProducer);
+    await producer.publish(stream, { seq: 0 }, { key: 'A' });
+    await producer.publish(stream, { seq: 1 }, { key: 'A' });
+    await waitFor(() => calls.some((c) => c.key === 'A'), { message: 'A0 started' });
+    await sleep(50); // A0 failed, A1 parked behind it
+    // B's entries are published after A0 failed: a later read of the same partition
+    for (let seq = 0; seq < 5; seq++) await producer.publish(stream, { seq }, { key: 'B' });
+    await producer.publish(stream, { seq: 2 }, { key: 'A' });
+    // a failed attempt never ends: 5 of B, A0's third attempt, A1, A2
+    await waitFor(() => calls.filter((c) => c.endedAt).length === 8, {
+      timeoutMs: 10_000,
+      message: 'all handled',
+    });
+    const a = calls.filter((c) => c.key === 'A');
+    expect(a.map((c) => [c.seq, c.attempts])).toEqual([
+      [0, 1],
+      [0, 2],
+      [0, 3],
+      [1, 1],
+      [2, 1],
+    ]);
+    expect(a[1].startedAt - a[0].startedAt).toBeGreaterThanOrEqual(500);
+    expect(a[2].startedAt - a[1].startedAt).toBeGreaterThanOrEqual(500);
+    const b = calls.filter((c) => c.key === 'B');
+    expect(b.map((c) => c.seq)).toEqual([0, 1, 2, 3, 4]);
+    // the other key did not wait for the failing key's retry
+    expect(b[4].endedAt!).toBeLessThan(a[1].startedAt);
+    // every entry acked (the held key's lane acks its entries when its run settles)
+    await waitFor(async () => ((await redis.xpending(`${stream}:p:0`, 'g')) as [number])[0] === 0, {
+      timeoutMs: 2000,
+      message: 'nothing pending',
+    });
+  });
+
+  it('hand a waiting retry and the entries behind it to the next owner, in order', async () => {
+    const stream = fresh();
+    const calls: Call[] = [];
+    const options = {
+      partitions: 1,
+      partitionLeaseMs: 1000,
+      retry: { type: 'fixed', delayMs: 60_000 },
+      maxDeliveries: 5,
+    };
+    const first = await startApp('a', stream, options, calls, async (m) => {
+      await sleep(5);
+      if (m.key === 'A' && m.payload.seq === 0) throw new Error('planned failure');
+    });
+    const producer = first.app.get(StreamProducer);
+    await producer.publish(stream, { seq: 0 }, { key: 'A' });
+    await waitFor(() => calls.some((c) => c.key === 'A' && c.attempts === 1), {
+      message: 'A0 failed',
+    });
+    await producer.publish(stream, { seq: 1 }, { key: 'A' });
+    await producer.publish(stream, { seq: 0 }, { key: 'B' });
+    await waitFor(() => calls.some((c) => c.key === 'B' && c.endedAt !== undefined), {
+      message: 'B0 handled while A waits',
+    });
+    await sleep(300); // A1 read and parked behind A0
+    expect(calls.filter((c) => c.key === 'A').map((c) => c.seq)).toEqual([0]);
+    // a graceful stop: the waiting retry and A1 stay pending for the next owner
+    await first.app.close();
+    apps.splice(apps.indexOf(first.app), 1);
+    const [pending] = (await redis.xpending(`${stream}:p:0`, 'g')) as [number];
+    expect(pending).toBe(2);
+    await startApp('b', stream, options, calls, () => sleep(5));
+    await waitFor(() => calls.filter((c) => c.app === 'b').length === 2, {
+      timeoutMs: 10_000,
+      message: 'the next owner ran A0 and A1',
+    });
+    await waitFor(() => calls.every((c) => c.app === 'a' || c.endedAt !== undefined), {
+      message: 'ended',
+    });
+    expect(calls.filter((c) => c.app === 'b').map((c) => [c.key, c.seq])).toEqual([
+      ['A', 0],
+      ['A', 1],
+    ]);
+    expect(calls.filter((c) => c.key === 'A' && c.app === 'a').length).toBe(1);
+  }, 30_000);
 });

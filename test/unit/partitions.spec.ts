@@ -58,20 +58,16 @@ describe('KeyRetry', () => {
   const message = (attempts: number): StreamMessage<unknown> =>
     ({ id: 'x', entryId: '1-0', attempts }) as unknown as StreamMessage<unknown>;
 
-  it('runs the entry again after the policy delay, with attempts + 1', async () => {
+  it('gives the policy delay of the next attempt', () => {
     const { context } = testLoop({ retry: { type: 'fixed', delayMs: 50 }, maxDeliveries: 3 });
-    const retry = new KeyRetry(context);
-    const started = Date.now();
-    const next = await retry.next(message(1), new Error('boom'));
-    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
-    expect(next?.attempts).toBe(2);
+    expect(new KeyRetry(context).delayOf(message(1), new Error('boom'))).toBe(50);
   });
 
-  it('gives up on the last allowed delivery, a NonRetryableError and retry: false', async () => {
+  it('gives up on the last allowed delivery, a NonRetryableError and retry: false', () => {
     const { context } = testLoop({ retry: { type: 'fixed', delayMs: 1 }, maxDeliveries: 3 });
-    expect(await new KeyRetry(context).next(message(3), new Error('boom'))).toBeNull();
-    expect(await new KeyRetry(context).next(message(1), new NonRetryableError('no'))).toBeNull();
+    expect(new KeyRetry(context).delayOf(message(3), new Error('boom'))).toBeNull();
+    expect(new KeyRetry(context).delayOf(message(1), new NonRetryableError('no'))).toBeNull();
     const off = testLoop({ retry: false });
-    expect(await new KeyRetry(off.context).next(message(1), new Error('boom'))).toBeNull();
+    expect(new KeyRetry(off.context).delayOf(message(1), new Error('boom'))).toBeNull();
   });
 });
