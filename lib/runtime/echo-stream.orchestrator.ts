@@ -190,11 +190,7 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
         openClient: () => this.connections.createLoopClient(),
       });
     return new StreamConsumer({
-      stream: definition.stream,
-      group: definition.group,
-      consumer: this.options.consumerName,
-      handlerName: definition.name,
-      options,
+      ...common,
       ...(this.shared
         ? {
             client: this.shared.commands,
@@ -203,16 +199,6 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
             ownsClient: false,
           }
         : { client: this.connections.createLoopClient() }),
-      handler,
-      deadLetters: deadLetterSink(
-        this.explorer.deadLetters.filter(
-          (d) =>
-            (d.stream === undefined || d.stream === definition.stream) &&
-            (d.group === undefined || d.group === definition.group),
-        ),
-      ),
-      logger: new Logger(`${definition.stream}/${definition.group}`),
-      tracing: this.otel && new ConsumerTracing(this.otel, definition.stream, definition.group),
     });
   }
 
