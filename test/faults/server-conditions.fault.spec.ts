@@ -446,13 +446,22 @@ describe('a paused or stalled server (scenarios 13 and 14)', () => {
     // published during the stall (some may be delivered into the abandoned read) are all handled,
     // XPENDING 0, and the loop is running again.
     const { redis, admin, ledger, loop, producer } = await stallableLoop('sleep2', 100);
-    await waitForFreshPark(loop, 40);
-    const stall = admin.call('DEBUG', 'SLEEP', '2');
-    const stalledAt = Date.now();
-    await sleep(20);
-    const during = producer.publishMany(5);
-    await stall;
-    await during;
+    // The read must be parked when the server stalls: with BLOCK 100 a busy machine can deliver
+    // the DEBUG SLEEP after that read timed out, while the loop is between two reads (no read is
+    // then stuck and the watchdog rightly stays quiet). Stall again (at most 3 times) until a read
+    // sent before the stall was left without a reply past the margin.
+    let stalledAt = 0;
+    for (let attempt = 1; ; attempt++) {
+      const parked = await waitForFreshPark(loop, 40);
+      const stall = admin.call('DEBUG', 'SLEEP', '2');
+      stalledAt = Date.now();
+      await sleep(20);
+      const during = producer.publishMany(5);
+      await stall;
+      await during;
+      await waitFor(() => parked.settledAt !== undefined, { timeoutMs: 5000 });
+      if (parked.settledAt! - parked.at >= 1000 || attempt === 3) break;
+    }
     const result = await waitForQuiet(oracleInput(redis, producer, ledger), { timeoutMs: 8000 });
     const settledMs = Date.now() - stalledAt;
     assertOracle(result);
