@@ -42,3 +42,13 @@ export function partitionKeyOf(flat: readonly string[]): string | undefined {
     if (flat[i] === PARTITION_KEY_FIELD) return flat[i + 1];
   return undefined;
 }
+
+/** The most partitions a stream may have. */
+export const MAX_PARTITIONS = 1024;
+
+/** True for a valid partition count: an integer from 1 to {@link MAX_PARTITIONS}. */
+export function isPartitionCount(value: unknown): value is number {
+  return (
+    typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_PARTITIONS
+  );
+}

@@ -1,3 +1,4 @@
+import { isPartitionCount } from '../codec/partition-key';
 import { hostname } from 'node:os';
 import type { RedisOptions } from 'ioredis';
 import { resolveCodec } from '../codec/codecs';
@@ -324,14 +325,7 @@ const CLUSTER_NODE = 'a list of URLs, host:port strings, ports or { host, port }
 /** `partitions` (an integer from 1 to 1024, or null), `partitionLeaseMs`, not with `batch`. */
 function checkPartitionOptions(where: string, o: Partial<StreamHandlerOptions>): void {
   const { partitions } = o;
-  if (
-    partitions !== undefined &&
-    partitions !== null &&
-    (typeof partitions !== 'number' ||
-      !Number.isInteger(partitions) ||
-      partitions < 1 ||
-      partitions > 1024)
-  ) {
+  if (partitions !== undefined && partitions !== null && !isPartitionCount(partitions)) {
     throw new EchoStreamConfigError(
       messages.badOption(where, 'partitions', 'an integer from 1 to 1024, or null', partitions),
     );
@@ -352,7 +346,7 @@ function checkProducerPartitions(where: string, value: unknown): Record<string, 
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw new EchoStreamConfigError(messages.badOption(where, 'producer.partitions', what, value));
   for (const [stream, count] of Object.entries(value))
-    if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > 1024)
+    if (!isPartitionCount(count))
       throw new EchoStreamConfigError(
         messages.badOption(where, `producer.partitions['${stream}']`, what, count),
       );

@@ -1,4 +1,9 @@
-import { PARTITION_KEY_FIELD, partitionOf, partitionStreamOf } from '../codec/partition-key';
+import {
+  isPartitionCount,
+  PARTITION_KEY_FIELD,
+  partitionOf,
+  partitionStreamOf,
+} from '../codec/partition-key';
 import { describeValue as describe } from '../config/describe-value';
 import { EchoStreamConfigError } from '../errors/echo-stream-config.error';
 import type { PartitionLeases } from '../redis/stream-roles';
@@ -61,13 +66,7 @@ export class PartitionRouter {
       throw new TypeError(
         `StreamProducer.${method}(): option 'key' must be a non-empty string, got ${describe(key)}`,
       );
-    if (
-      partitions !== undefined &&
-      (typeof partitions !== 'number' ||
-        !Number.isInteger(partitions) ||
-        partitions < 1 ||
-        partitions > 1024)
-    )
+    if (partitions !== undefined && !isPartitionCount(partitions))
       throw new TypeError(
         `StreamProducer.${method}(): option 'partitions' must be an integer from 1 to 1024, got ${describe(partitions)}`,
       );
