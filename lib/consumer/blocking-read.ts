@@ -1,4 +1,4 @@
-import type { RawEntry, StreamsClient } from '../redis/stream-roles';
+import { stallMarginMs, type RawEntry, type StreamsClient } from '../redis/stream-roles';
 
 /**
  * How a consumer loop waits for new entries (`XREADGROUP ... >` with BLOCK): on a connection of its
@@ -9,7 +9,8 @@ export interface BlockingReader {
   /**
    * Resolves with up to `count` new entries of the loop's stream, or `[]` once `waitMs` passed
    * with nothing new (or `interrupt` was called). No single server-side park lasts longer than
-   * `parkMs` (the handler's `blockMs`).
+   * `parkMs` (the handler's `blockMs`); a shorter one keeps the reply margin of `parkMs`, so how
+   * long a stall the loop rides out does not depend on when its park began.
    */
   read(count: number, waitMs: number, parkMs: number): Promise<RawEntry[]>;
   /**
@@ -38,7 +39,8 @@ export class OwnConnectionRead implements BlockingReader {
 
   read(count: number, waitMs: number, parkMs: number): Promise<RawEntry[]> {
     const block = Math.max(1, Math.min(waitMs, parkMs));
-    return this.client.readGroup(this.stream, this.group, this.consumer, count, '>', block);
+    const { stream, group, consumer } = this;
+    return this.client.readGroup(stream, group, consumer, count, '>', block, stallMarginMs(parkMs));
   }
 
   interrupt(mayDrop: boolean): Promise<void> {

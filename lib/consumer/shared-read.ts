@@ -1,5 +1,5 @@
 import { isReplyError } from '../redis/redis-errors';
-import type { RawEntry, StreamsClient } from '../redis/stream-roles';
+import { stallMarginMs, type RawEntry, type StreamsClient } from '../redis/stream-roles';
 import { sleep } from './backoff';
 import type { BlockingReader } from './blocking-read';
 
@@ -213,6 +213,8 @@ export class SharedGroupRead {
     block: number,
   ): Promise<void> {
     let replies: Map<string, RawEntry[]>;
+    // a round cut short for one loop's sweep keeps the reply margin of the longest park it serves
+    const marginMs = stallMarginMs(Math.max(...members.map((waiter) => waiter.parkMs)));
     try {
       replies = await this.client.readGroups(
         this.group,
@@ -221,6 +223,7 @@ export class SharedGroupRead {
         streams,
         block,
         this.members.size > 1 ? UNINTERRUPTIBLE_PARK_MS : undefined,
+        marginMs,
       );
     } catch (err) {
       replies = await this.attribute(err, members, count);

@@ -3,14 +3,14 @@ import { isCluster, nodeByKey, nodeKeyOf, nodeOf, type RedisConnection } from '.
 import type { CommandLink } from './command-link';
 import { isReplyError } from './redis-errors';
 import { parseReadReplies, parseReadReply } from './reply-shapes';
-import type { BlockingReads, RawEntry } from './stream-roles';
+import { stallMarginMs, type BlockingReads, type RawEntry } from './stream-roles';
 
 /**
  * {@link BlockingReads} on one link: XREADGROUP, parked (BLOCK) or not, and its wake-up by
  * CLIENT UNBLOCK sent over a control connection (another connection to the same server).
  *
- * A parked read gets the deadline `blockMs` + max(1000, `blockMs`): past it the link is taken for
- * half-open and replaced (the command link's rule). On a Cluster the read goes to the master of
+ * A parked read gets the deadline `blockMs` + its margin ({@link stallMarginMs} unless the caller
+ * names one): past it the link is taken for half-open and replaced (the command link's rule). On a Cluster the read goes to the master of
  * its stream's slot, so the CLIENT ID an UNBLOCK needs is that node connection's, and the UNBLOCK
  * goes to the same node over the control cluster.
  */
@@ -42,11 +42,12 @@ export class ParkedReads implements BlockingReads {
     count: number,
     id: string,
     blockMs?: number,
+    marginMs?: number,
   ): Promise<RawEntry[]> {
     const head: Array<string | number> = ['XREADGROUP', 'GROUP', group, consumer, 'COUNT', count];
     const tail = ['STREAMS', stream, id];
     if (blockMs === undefined) return parseReadReply(await this.link.send([...head, ...tail]));
-    return parseReadReply(await this.parkedCall(head, tail, stream, blockMs));
+    return parseReadReply(await this.parkedCall(head, tail, stream, blockMs, { marginMs }));
   }
 
   async readGroups(
@@ -56,12 +57,13 @@ export class ParkedReads implements BlockingReads {
     streams: readonly string[],
     blockMs?: number,
     uninterruptibleMs?: number,
+    marginMs?: number,
   ): Promise<Map<string, RawEntry[]>> {
     const head: Array<string | number> = ['XREADGROUP', 'GROUP', group, consumer, 'COUNT', count];
     const tail = ['STREAMS', ...streams, ...streams.map(() => '>')];
     if (blockMs === undefined) return parseReadReplies(await this.link.send([...head, ...tail]));
     return parseReadReplies(
-      await this.parkedCall(head, tail, streams[0], blockMs, uninterruptibleMs),
+      await this.parkedCall(head, tail, streams[0], blockMs, { uninterruptibleMs, marginMs }),
     );
   }
 
@@ -85,14 +87,15 @@ export class ParkedReads implements BlockingReads {
   /**
    * Sends `head BLOCK ms tail`, a read that parks (`stream`: one it names, for its Cluster node);
    * `interruptRead` wakes it. Where it could not (CLIENT ID refused), it parks at most
-   * `uninterruptibleMs`, when given.
+   * `uninterruptibleMs`, when given. Its reply may come `marginMs` late (default: the margin of
+   * the block it is sent with).
    */
   private async parkedCall(
     head: Array<string | number>,
     tail: string[],
     stream: string,
     blockMs: number,
-    uninterruptibleMs?: number,
+    { uninterruptibleMs, marginMs }: { uninterruptibleMs?: number; marginMs?: number },
   ): Promise<unknown> {
     if (this.control) await this.learnConnectionId(stream);
     let block = blockMs;
@@ -103,7 +106,7 @@ export class ParkedReads implements BlockingReads {
       // NOTE: the margin covers a slow server; past it the link is taken for half-open.
       return await this.link.send(
         [...head, 'BLOCK', block, ...tail],
-        block + Math.max(1000, block),
+        block + (marginMs ?? stallMarginMs(block)),
       );
     } finally {
       this.parked = false;

@@ -185,13 +185,25 @@ export interface SkipRecords {
 }
 
 /**
+ * How late past its BLOCK a parked read's reply may come before the link is taken for half-open
+ * and replaced: `max(1000, blockMs)` (docs/delivery.md "The loop", step 6). A slow server or a
+ * short write pause (a manual failover) is ridden out within it.
+ */
+export function stallMarginMs(blockMs: number): number {
+  return Math.max(1000, blockMs);
+}
+
+/**
  * XREADGROUP, parked on the server or not, and the wake-up of a parked read. A parked read holds
  * its connection: a client serving these serves one loop (or one shared read) only.
  */
 export interface BlockingReads {
   /**
    * XREADGROUP. With `blockMs` the read parks on the server; a reply that does not come within
-   * `blockMs` + a margin means a dead link: the connection is replaced and the call rejects.
+   * `blockMs` + `marginMs` means a dead link: the connection is replaced and the call rejects.
+   * @param marginMs how late the reply may be; default {@link stallMarginMs}(`blockMs`). A loop
+   *   whose park is cut short (a sweep or a retry due sooner) passes the margin of its handler's
+   *   `blockMs`, so a server stall it rides out does not depend on when the park began.
    */
   readGroup(
     stream: string,
@@ -200,12 +212,14 @@ export interface BlockingReads {
     count: number,
     id: string,
     blockMs?: number,
+    marginMs?: number,
   ): Promise<RawEntry[]>;
   /**
    * One XREADGROUP of new entries (`>`) on several streams of one group (a shared read): parked
    * up to `blockMs` like `readGroup`, without BLOCK when `blockMs` is undefined. Entries by
    * stream; streams that got nothing are absent. `interruptRead` wakes it like a one-stream read;
    * where it cannot (CLIENT ID refused by an ACL) the read parks at most `uninterruptibleMs`.
+   * `marginMs` as for `readGroup`.
    */
   readGroups(
     group: string,
@@ -214,6 +228,7 @@ export interface BlockingReads {
     streams: readonly string[],
     blockMs?: number,
     uninterruptibleMs?: number,
+    marginMs?: number,
   ): Promise<Map<string, RawEntry[]>>;
   /**
    * Wakes a parked `readGroup` (it resolves with no entries): CLIENT UNBLOCK, else (denied by an

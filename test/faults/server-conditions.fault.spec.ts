@@ -343,9 +343,14 @@ describe('a paused or stalled server (scenarios 13 and 14)', () => {
 
   /**
    * A server that takes DEBUG SLEEP (`--enable-debug-command local`), a loop with `blockMs` and a
-   * ledger on a fresh stream, and three entries it has handled.
+   * ledger on a fresh stream, and three entries it has handled. `more` overrides the patient
+   * sweep options.
    */
-  async function stallableLoop(what: string, loopBlockMs: number) {
+  async function stallableLoop(
+    what: string,
+    loopBlockMs: number,
+    more: { minIdleMs?: number; claimIntervalMs?: number } = {},
+  ) {
     const server = await RedisServer.start({ extraArgs: ['--enable-debug-command', 'local'] });
     const redis = server.client();
     const admin = server.client();
@@ -356,7 +361,7 @@ describe('a paused or stalled server (scenarios 13 and 14)', () => {
       stream,
       group: 'g',
       ledger,
-      options: { ...patient, blockMs: loopBlockMs },
+      options: { ...patient, blockMs: loopBlockMs, ...more },
     });
     const producer = await publishAndHandle(redis, stream, loop, 3);
     return { redis, admin, ledger, loop, producer };
@@ -402,7 +407,9 @@ describe('a paused or stalled server (scenarios 13 and 14)', () => {
     const result = await waitForQuiet(oracleInput(redis, producer, ledger), { timeoutMs: 5000 });
     const seen = states.stop();
     assertOracle(result);
-    expect(readMs).toBeGreaterThanOrEqual(1400 + blockMs);
+    // the park is shorter than blockMs when the loop's second sweep (at a random point of its
+    // first interval) falls within it
+    expect(readMs).toBeGreaterThanOrEqual(1400 + (read.args[5] as number));
     expect(read.error).toBeUndefined();
     expect(loop.logger.has(/no reply within/)).toBe(false);
     expect(errorsAndWarnings(loop)).toEqual([]);
@@ -420,7 +427,7 @@ describe('a paused or stalled server (scenarios 13 and 14)', () => {
     // during the stall handled after it, XPENDING 0.
     const { redis, admin, ledger, loop, producer } = await stallableLoop('sleep1', blockMs);
     const states = watchStates(loop);
-    const read = await waitForFreshPark(loop, 100);
+    const read = await waitForFreshPark(loop, 100, { blockMs });
     await sleep(Math.max(0, read.at + blockMs - 100 - Date.now()));
     const stall = admin.call('DEBUG', 'SLEEP', '1');
     await sleep(20);
@@ -437,6 +444,39 @@ describe('a paused or stalled server (scenarios 13 and 14)', () => {
     report(
       'DEBUG SLEEP 1',
       `the parked read answered after ${read.settledAt! - read.at} ms (watchdog ${blockMs + Math.max(1000, blockMs)} ms); ${formatReport(result)}`,
+    );
+  });
+
+  it('DEBUG SLEEP 2 during a park cut short by the sweep schedule: the margin is that of blockMs 3000, no misfire', async () => {
+    // Invariant: a loop parks for less than blockMs when a sweep or a pause-flag read is due
+    // sooner (here every park: claimIntervalMs 500); the reply of such a short park may still
+    // come max(1000, blockMs) late (3 s), so a 2 s stall landing on it is latency, not a dead
+    // link: no "no reply within", never degraded, nothing lost, XPENDING 0. (With the margin of
+    // the short park itself, max(1000, ~500 ms), the watchdog dropped the link.)
+    const { redis, admin, ledger, loop, producer } = await stallableLoop('short-park', 3000, {
+      minIdleMs: 2000,
+      claimIntervalMs: 500,
+    });
+    const states = watchStates(loop);
+    const read = await waitForFreshPark(loop, 40);
+    const park = read.args[5] as number;
+    const stall = admin.call('DEBUG', 'SLEEP', '2');
+    await sleep(20);
+    await producer.publishMany(3); // queued behind the stall
+    await stall;
+    const result = await waitForQuiet(oracleInput(redis, producer, ledger), { timeoutMs: 6000 });
+    await waitFor(() => read.settledAt !== undefined, { timeoutMs: 5000 });
+    const seen = states.stop();
+    assertOracle(result);
+    expect(park).toBeLessThanOrEqual(1000); // the premise: a short park
+    expect(read.settledAt! - read.at).toBeGreaterThanOrEqual(1800); // it did span the stall
+    expect(read.error).toBeUndefined();
+    expect(loop.logger.has(/no reply within/)).toBe(false);
+    expect(errorsAndWarnings(loop)).toEqual([]);
+    expect([...seen]).toEqual(['running']);
+    report(
+      'DEBUG SLEEP 2, short park',
+      `a ${park} ms park answered after ${read.settledAt! - read.at} ms (margin 3000 ms); ${formatReport(result)}`,
     );
   });
 

@@ -211,8 +211,9 @@ export class FakeStreamsClient implements StreamsClient {
     count: number,
     id: string,
     blockMs?: number,
+    marginMs?: number,
   ): Promise<RawEntry[]> {
-    const over = this.enter('readGroup', [stream, group, consumer, count, id, blockMs]);
+    const over = this.enter('readGroup', [stream, group, consumer, count, id, blockMs, marginMs]);
     if (over) return over;
     this.state(stream, group);
     if (id !== '>') return this.readOwn(stream, group, consumer, count, id);
@@ -230,8 +231,11 @@ export class FakeStreamsClient implements StreamsClient {
     count: number,
     streams: readonly string[],
     blockMs?: number,
+    uninterruptibleMs?: number,
+    marginMs?: number,
   ): Promise<Map<string, RawEntry[]>> {
-    const over = this.enter('readGroups', [group, consumer, count, [...streams], blockMs]);
+    const args = [group, consumer, count, [...streams], blockMs, uninterruptibleMs, marginMs];
+    const over = this.enter('readGroups', args);
     if (over) return over;
     const collect = (): Map<string, RawEntry[]> => {
       const out = new Map<string, RawEntry[]>();

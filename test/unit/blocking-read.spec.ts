@@ -4,7 +4,7 @@ import { FakeStreamsClient } from '../support/fake-streams-client';
 import { C, G, S } from '../support/loop-context';
 
 describe('OwnConnectionRead', () => {
-  it('reads new entries with BLOCK = min(waitMs, parkMs), at least 1 ms', async () => {
+  it('reads new entries with BLOCK = min(waitMs, parkMs), at least 1 ms, and the reply margin of parkMs', async () => {
     const fake = new FakeStreamsClient();
     fake.seedGroup(S, G);
     const ids = fake.seedJson(S, 3);
@@ -12,10 +12,14 @@ describe('OwnConnectionRead', () => {
     expect((await read.read(2, 80, 5000)).map((e) => e.entryId)).toEqual(ids.slice(0, 2));
     await read.read(2, 9000, 5000);
     await read.read(2, 0, 5000);
+    await read.read(2, 50, 200);
+    // a park cut short (80 ms, 1 ms) may be answered as late as the handler's 5000 ms park, not
+    // 1000 ms after its own end: a 1.5 s failover pause is ridden out whenever it comes
     expect(fake.callsOf('readGroup').map((c) => c.args)).toEqual([
-      [S, G, C, 2, '>', 80],
-      [S, G, C, 2, '>', 5000],
-      [S, G, C, 2, '>', 1],
+      [S, G, C, 2, '>', 80, 5000],
+      [S, G, C, 2, '>', 5000, 5000],
+      [S, G, C, 2, '>', 1, 5000],
+      [S, G, C, 2, '>', 50, 1000],
     ]);
   });
 

@@ -70,22 +70,26 @@ describe('SharedGroupRead', () => {
     expect(await outcome(again)).toBe('entries:');
   });
 
-  it('a round reads COUNT = the smallest batch asked, parks until the nearest deadline', async () => {
+  it("a round reads COUNT = the smallest batch asked, parks until the nearest deadline, keeps the longest park's reply margin", async () => {
     const { fake, read } = setUp(['a', 'b']);
     const a = read.member('a').read(100, 80, 5000);
     const b = read.member('b').read(7, 5000, 3000);
     await tick(5);
-    const [, , count, , block] = fake.callsOf('readGroups')[0].args as [
+    const [, , count, , block, , marginMs] = fake.callsOf('readGroups')[0].args as [
       string,
       string,
       number,
       string[],
+      number,
+      number | undefined,
       number,
     ];
     expect(count).toBe(7);
     // a's 80 ms, not b's 3000 ms park nor its 5000 ms wait
     expect(block).toBeGreaterThan(0);
     expect(block).toBeLessThanOrEqual(80);
+    // the reply may be as late as a's 5000 ms park allows, not the 1000 ms of an 80 ms one
+    expect(marginMs).toBe(5000);
     // a's deadline passes: a alone leaves with nothing, b stays
     expect(await outcome(a, 300)).toBe('entries:');
     expect(await outcome(b)).toBe('pending');

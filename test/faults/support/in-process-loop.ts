@@ -173,17 +173,22 @@ export function parkedRead(loop: InProcessLoop): ClientCall | undefined {
 
 /**
  * Waits until the loop has a read parked that started within the last `freshMs` (so it stays
- * parked a while longer) and returns it.
+ * parked a while longer) and returns it. With `blockMs`, only a read parked for that long counts:
+ * a loop parks for less when its next sweep is due sooner (the second sweep after start falls at
+ * a random point of its interval), and a test that times a stall against the end of the park
+ * needs the whole one.
  */
 export async function waitForFreshPark(
   loop: InProcessLoop,
   freshMs = 60,
-  timeoutMs = 10_000,
+  { timeoutMs = 10_000, blockMs }: { timeoutMs?: number; blockMs?: number } = {},
 ): Promise<ClientCall> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const read = parkedRead(loop);
-    if (read && Date.now() - read.at <= freshMs && Date.now() - read.at >= 5) return read;
+    const age = read ? Date.now() - read.at : -1;
+    const whole = blockMs === undefined || read?.args[5] === blockMs;
+    if (read && age <= freshMs && age >= 5 && whole) return read;
     if (Date.now() > deadline) throw new Error('waitForFreshPark: the loop never parked a read');
     await new Promise((r) => setTimeout(r, 2));
   }
