@@ -17,6 +17,8 @@ export class ConsumerCounters implements LoopCounters {
   private totalStale = 0;
   /** Failed entries waiting for their retry now (kept by the retry scheduler). */
   private retrying = 0;
+  /** The same, of held keys (kept by a partition loop's `HeldKeys`). */
+  private heldRetrying = 0;
   private totalRetries = 0;
   private lastError: string | null = null;
   private readonly tpsIn: RateTracker;
@@ -70,6 +72,10 @@ export class ConsumerCounters implements LoopCounters {
     this.retrying = count;
   }
 
+  heldRetriesWaiting(count: number): void {
+    this.heldRetrying = count;
+  }
+
   setState(state: ConsumerState): void {
     this.state = state;
   }
@@ -86,7 +92,7 @@ export class ConsumerCounters implements LoopCounters {
       totalDeleted: this.totalDeleted,
       totalDuplicates: this.totalDuplicates,
       totalStale: this.totalStale,
-      retrying: this.retrying,
+      retrying: this.retrying + this.heldRetrying,
       totalRetries: this.totalRetries,
       tpsIn: this.tpsIn.rate(),
       tpsOut: this.tpsOut.rate(),

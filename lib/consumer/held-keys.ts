@@ -59,7 +59,7 @@ export class HeldKeys {
   constructor(
     private readonly context: Pick<
       LoopContext,
-      'options' | 'isStopping' | 'signal' | 'logger' | 'where' | 'now'
+      'options' | 'isStopping' | 'signal' | 'logger' | 'where' | 'now' | 'counters'
     >,
     private readonly ports: HeldKeysPorts,
   ) {}
@@ -118,12 +118,14 @@ export class HeldKeys {
     rest: readonly StreamMessage<unknown>[],
   ): void {
     this.adopt([message, ...rest]);
+    this.context.counters.retryScheduled();
     const retry = { ...message, attempts: message.attempts + 1 };
     const dueAt = this.context.now() + delayMs;
     const lane = this.lanes.get(key);
     if (lane) {
       Object.assign(lane, { retry, failed: { message, error }, dueAt });
       lane.queue = [...rest, ...lane.queue];
+      this.countWaiting();
       return;
     }
     const opened: HeldLane = {
@@ -134,6 +136,7 @@ export class HeldKeys {
       running: [],
     };
     this.lanes.set(key, opened);
+    this.countWaiting();
     const drive = this.drive(key, opened);
     this.drives.add(drive);
     void drive.finally(() => this.drives.delete(drive));
@@ -165,6 +168,7 @@ export class HeldKeys {
         lane.retry = null;
         lane.failed = null;
         lane.queue = [];
+        this.countWaiting();
         if (run.length === 0) break;
         lane.running = run.map((m) => m.entryId);
         const { entries, counts } = this.originOf(run);
@@ -184,7 +188,15 @@ export class HeldKeys {
       if (context.isStopping()) await this.stopLane(lane);
     } finally {
       this.lanes.delete(key);
+      this.countWaiting();
     }
+  }
+
+  /** `retrying` in the loop's stats: the retries of held keys that wait for their delay. */
+  private countWaiting(): void {
+    let waiting = 0;
+    for (const lane of this.lanes.values()) if (lane.retry) waiting++;
+    this.context.counters.heldRetriesWaiting(waiting);
   }
 
   private async stopLane(lane: HeldLane): Promise<void> {

@@ -26,8 +26,10 @@ export interface LoopCounters {
   errorSeen(errorText: string): void;
   /** A failed entry now waits for its retry. */
   retryScheduled(): void;
-  /** How many failed entries wait for their retry now. */
+  /** How many failed entries wait for their retry in the retry scheduler now. */
   retriesWaiting(count: number): void;
+  /** How many failed entries of held keys (a partition loop) wait for their retry now. */
+  heldRetriesWaiting(count: number): void;
   setState(state: ConsumerState): void;
 }
 

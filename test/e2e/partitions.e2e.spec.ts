@@ -351,10 +351,14 @@ describe('partitioned handlers', () => {
       },
     );
     const producer = (apps[0] as INestApplication).get(StreamProducer);
+    const stats = () => (apps[0] as INestApplication).get(ConsumerStats).snapshot()[0];
     await producer.publish(stream, { seq: 0 }, { key: 'A' });
     await producer.publish(stream, { seq: 1 }, { key: 'A' });
     await waitFor(() => calls.some((c) => c.key === 'A'), { message: 'A0 started' });
     await sleep(50); // A0 failed, A1 parked behind it
+    // the held retry is in the stats like any other
+    await waitFor(() => stats().retrying === 1, { message: "A0's retry counted as waiting" });
+    expect(stats().totalRetries).toBe(1);
     // B's entries are published after A0 failed: a later read of the same partition
     for (let seq = 0; seq < 5; seq++) await producer.publish(stream, { seq }, { key: 'B' });
     await producer.publish(stream, { seq: 2 }, { key: 'A' });
@@ -377,6 +381,7 @@ describe('partitioned handlers', () => {
     expect(b.map((c) => c.seq)).toEqual([0, 1, 2, 3, 4]);
     // the other key did not wait for the failing key's retry
     expect(b[4].endedAt!).toBeLessThan(a[1].startedAt);
+    expect(stats()).toMatchObject({ retrying: 0, totalRetries: 2 });
     // every entry acked (the held key's lane acks its entries when its run settles)
     await waitFor(async () => ((await redis.xpending(`${stream}:p:0`, 'g')) as [number])[0] === 0, {
       timeoutMs: 2000,

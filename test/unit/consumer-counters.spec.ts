@@ -70,6 +70,10 @@ describe('ConsumerCounters', () => {
     expect(snap.tpsIn).toBeCloseTo(snap.tpsOut * 2);
     counters.errorSeen('ECONNRESET'); // not a handler error
     expect(counters.snapshot()).toMatchObject({ totalErrors: 2, lastError: 'ECONNRESET' });
+    counters.heldRetriesWaiting(2); // a partition loop's held keys add theirs
+    expect(counters.snapshot().retrying).toBe(5);
+    counters.retriesWaiting(0);
+    expect(counters.snapshot().retrying).toBe(2);
   });
 
   it('a snapshot is a copy: later updates do not change it', () => {

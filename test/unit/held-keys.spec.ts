@@ -76,6 +76,20 @@ describe('HeldKeys', () => {
     ]);
   });
 
+  it("counts its retries in the loop's stats: retrying while one waits, totalRetries per retry", async () => {
+    const { loop, held, failAgain } = gate();
+    const stats = () => loop.counters.snapshot();
+    failAgain();
+    held.hold('A', message('1-1', 'A'), new Error('boom'), 40, []);
+    held.hold('B', message('1-2', 'B'), new Error('boom'), 40, [message('1-3', 'B')]);
+    expect(stats()).toMatchObject({ retrying: 2, totalRetries: 2 });
+    // the first retry to run fails again and waits again
+    await waitFor(() => stats().totalRetries === 3);
+    expect(stats().retrying).toBeGreaterThanOrEqual(1);
+    await held.idle();
+    expect(stats()).toMatchObject({ retrying: 0, totalRetries: 3 });
+  });
+
   it('starts nothing while the group is paused', async () => {
     let paused = true;
     const { held, runs } = gate(() => paused);
