@@ -5,7 +5,9 @@ import { duration, safeText, table } from './format';
 /**
  * `inspect <stream>` of a partitioned stream (docs/partitions.md "Visible"): no Redis stream of
  * that name, a stored partition count. Per group, one row per partition: its owner (lease),
- * generation, lease left, length, pending and lag. Returns false when `stream` is not partitioned.
+ * generation, lease left, length, pending and lag, and the group's pause (the flag of the
+ * partitioned stream's name, which every partition loop reads). Returns false when `stream` is
+ * not partitioned.
  */
 export async function inspectPartitioned(ctx: CommandContext, stream: string): Promise<boolean> {
   const leases = ctx.client.partitions;
@@ -19,9 +21,14 @@ export async function inspectPartitioned(ctx: CommandContext, stream: string): P
   const groupNames = [...new Set(groupsOf.flatMap((gs) => gs.map((g) => g.name)))].sort();
   const groups = await Promise.all(
     groupNames.map(async (group) => {
-      const rows = await leases.table(stream, group, count);
+      const [rows, pausedSince] = await Promise.all([
+        leases.table(stream, group, count),
+        ctx.admin.pausedSince(stream, group),
+      ]);
       return {
         group,
+        paused: pausedSince !== null,
+        pausedSince: pausedSince?.toISOString() ?? null,
         partitions: rows.map((row) => {
           const info = groupsOf[row.partition].find((g) => g.name === group);
           return {
@@ -47,7 +54,8 @@ export async function inspectPartitioned(ctx: CommandContext, stream: string): P
   for (const g of groups) {
     const owners = new Set(g.partitions.map((p) => p.owner).filter((o) => o !== null));
     ctx.out('');
-    ctx.out(`group ${safeText(g.group)}: ${owners.size} owner(s)`);
+    const paused = g.pausedSince === null ? '' : `, paused since ${g.pausedSince}`;
+    ctx.out(`group ${safeText(g.group)}: ${owners.size} owner(s)${paused}`);
     ctx.out(
       table(
         ['PARTITION', 'OWNER', 'GENERATION', 'LEASE LEFT', 'LENGTH', 'PENDING', 'LAG'],

@@ -107,6 +107,17 @@ async function groupTotals(stream: string): Promise<{ pending: number; lag: numb
 let n = 0;
 const fresh = () => `parts-pause-${process.pid}-${++n}`;
 
+/** Group g's pause as `echo-stream --json inspect` of the partitioned stream shows it. */
+async function inspectedPause(stream: string): Promise<{ paused: boolean; since: string | null }> {
+  const inspected = await runCliProcess(['--url', server.url, '--json', 'inspect', stream]);
+  expect(inspected.stderr).toBe('');
+  const view = JSON.parse(inspected.stdout) as {
+    groups: Array<{ group: string; paused: boolean; pausedSince: string | null }>;
+  };
+  const g = view.groups.find((each) => each.group === 'g')!;
+  return { paused: g.paused, since: g.pausedSince };
+}
+
 describe('a paused partitioned group', () => {
   it('holds every partition loop of every process until resumed, finishing what is in hand', async () => {
     const stream = fresh();
@@ -165,6 +176,10 @@ describe('a paused partitioned group', () => {
       .groups.find((g) => g.group === 'g')!;
     expect(row.pausedSince).not.toBeNull();
     expect(row.state).toBe('paused');
+    // and so does `echo-stream inspect` of the partitioned stream
+    expect(await inspectedPause(stream)).toEqual({ paused: true, since: row.pausedSince });
+    const text = await runCliProcess(['--url', server.url, 'inspect', stream]);
+    expect(text.stdout).toContain(`group g: 2 owner(s), paused since ${row.pausedSince}`);
 
     // a process that joins while paused takes its partitions and stays paused
     const c = await startApp('c', stream, calls, behave);
@@ -193,6 +208,7 @@ describe('a paused partitioned group', () => {
       message: 'every process running again',
     });
     expect(await a.get(EchoStreamAdmin).isPaused(stream, 'g')).toBe(false);
+    expect(await inspectedPause(stream)).toEqual({ paused: false, since: null });
     const resumed = await runCliProcess(['--url', server.url, '--json', 'resume', stream, 'g']);
     expect(JSON.parse(resumed.stdout)).toEqual({ stream, group: 'g', paused: false, was: false });
     await waitFor(async () => (await groupTotals(stream)).pending === 0, {
