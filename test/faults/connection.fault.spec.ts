@@ -183,7 +183,9 @@ describe('connection cut while parked (scenario 7)', () => {
       options: { blockMs: block, minIdleMs: 60_000, claimIntervalMs: 60_000 },
     });
     const producer = await publishAndHandle(redis, stream, loop, 3);
-    const read = await waitForFreshPark(loop, 40);
+    // a whole park: one cut short by the loop's second sweep (at a random point of its first
+    // interval) would be abandoned sooner than the watchdog figure this test checks
+    const read = await waitForFreshPark(loop, 40, { blockMs: block });
     proxy.blackhole(true);
     const holeAt = Date.now();
     // the parked read (still blocked on the server for ~450 ms) takes these: its reply is lost
