@@ -35,9 +35,14 @@ const folderRules = LAYERS.flatMap((row, level) =>
     const above = LAYERS.slice(0, level + 1)
       .flat()
       .filter((other) => other !== folder);
+    // a file of lib/<folder>/ or of one of its capability folders (lib/consumer/read/ ...)
+    const ups = ['../', '../../'];
     const patterns = [
       {
-        group: ['../index', ...above.flatMap((other) => [`../${other}`, `../${other}/*`])],
+        group: ups.flatMap((up) => [
+          `${up}index`,
+          ...above.flatMap((other) => [`${up}${other}`, `${up}${other}/*`]),
+        ]),
         message: `lib/${folder} sits below these folders: import downward only (docs/ARCHITECTURE.md, "Layers").`,
       },
     ];
@@ -49,16 +54,20 @@ const folderRules = LAYERS.flatMap((row, level) =>
     }
     if (SURFACES.has(folder)) {
       patterns.push({
-        group: ['../redis/*', '!../redis/stream-roles', '!../redis/redis-errors'],
+        group: ups.flatMap((up) => [
+          `${up}redis/*`,
+          `!${up}redis/stream-roles`,
+          `!${up}redis/redis-errors`,
+        ]),
         message:
           'A surface reaches lib/redis through its role interfaces (lib/redis/stream-roles.ts) and error predicates (lib/redis/redis-errors.ts) only; connections come from lib/runtime.',
       });
     }
     const paths = [
-      {
-        name: '..',
+      ...['..', '../..'].map((name) => ({
+        name,
         message: 'index.ts is the public entry: import what you need from its folder.',
-      },
+      })),
       ...(folder === 'redis'
         ? []
         : [
@@ -77,6 +86,43 @@ const folderRules = LAYERS.flatMap((row, level) =>
   }),
 );
 
+/**
+ * The engine's capability folders (docs/ARCHITECTURE.md "The engine by capability"): `loop/` builds
+ * and runs a loop from all the others, so none of them imports it.
+ */
+const ENGINE_CAPABILITIES = [
+  'context',
+  'read',
+  'handle',
+  'settle',
+  'recover',
+  'retry',
+  'order',
+  'partitions',
+  'skip',
+];
+const engineRules = {
+  files: ENGINE_CAPABILITIES.map((folder) => `lib/consumer/${folder}/**/*.ts`),
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        paths: ['..', '../index'].map((name) => ({
+          name,
+          message: "lib/consumer/index.ts is the engine's public face, for the layers above.",
+        })),
+        patterns: [
+          {
+            group: ['../loop', '../loop/*'],
+            message:
+              'lib/consumer/loop builds and runs a loop from the capabilities: they never import it (docs/ARCHITECTURE.md).',
+          },
+        ],
+      },
+    ],
+  },
+};
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**'] },
   ...tseslint.configs.recommended,
@@ -88,4 +134,5 @@ export default tseslint.config(
     },
   },
   ...folderRules,
+  engineRules,
 );

@@ -1,36 +1,44 @@
 #!/usr/bin/env node
-// node bench/effectively-once.mjs (after npm run build, ~1.5 min): what effectively once costs,
+// node bench/effectively-once.mjs (after npm run build, ~3 min): what effectively once costs,
 // as ratios to the plain paths measured in the same run, on one throw-away redis-server
 // (free loopback port, no persistence):
 // - publish: StreamProducer.publish with { idempotent: true } vs plain (a fresh branded id per
 //   call, concurrency 1 and 16), and publishMany x100 (docs/publishing.md "Idempotent publish");
-// - drain: one @StreamHandler (synchronous, per entry, defaults) over BENCH_N (20,000) pre-filled
+//   rounds: BENCH_ROUNDS (3), BENCH_SECONDS (2) per figure;
+// - drain: one @StreamHandler (synchronous, per entry, defaults) over BENCH_N (50,000) pre-filled
 //   entries with branded ids, plain vs { dedup: true } vs { newerWins } over 1,000 keys
 //   (docs/delivery.md "Duplicates and stale replays"): every entry is new, so each is handled;
-//   the cost is the record read before the handler and the record written with the XACK;
+//   the cost is the records looked up before the handler and written with the XACK. Each drain
+//   runs in a fresh child process (bench/lib/skip-drain-child.mjs) on the same client setup, a
+//   fresh group per drain; BENCH_DRAIN_ROUNDS (max(5, BENCH_ROUNDS)) rounds of the three, the
+//   order rotated. The ratio is the median of each round's ratio to that round's plain drain
+//   (paired: a busy moment of a shared machine hits both), with its [min-max]; CPU per entry
+//   (the process and redis-server, from the first handler call to the empty PEL) is printed
+//   beside, steadier than entries/s where other work shares the machine;
 // - memory: MEMORY USAGE summed over the index / record keys, per 1,000 ids (keys for newerWins).
-// Rounds (BENCH_ROUNDS, 3) rotate the order; each figure is the median of its rounds.
+// Rounds rotate the order; each figure is the median of its rounds.
+import { fork } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { makePayload } from './lib/payload.mjs';
-import { startRedis } from './lib/redis-server.mjs';
+import { foreignCpuWindow, startRedis } from './lib/redis-server.mjs';
 import { median } from './lib/stats.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(join(root, 'package.json'));
 require('reflect-metadata');
 const { NestFactory } = require('@nestjs/core');
-const { Injectable, Module } = require('@nestjs/common');
-const { EchoStreamModule, StreamHandler, StreamProducer, brandedId } = require(
-  join(root, 'dist/index.js'),
-);
+const { Module } = require('@nestjs/common');
+// the library build measured (BENCH_LIB, as for bench/run.mjs): the drains' children load it too
+const LIB = resolve(process.env.BENCH_LIB ?? join(root, 'dist/index.js'));
+const { EchoStreamModule, StreamProducer, brandedId } = require(LIB);
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const N = Number(process.env.BENCH_N ?? 20_000);
+const N = Number(process.env.BENCH_N ?? 50_000);
+const DRAIN_ROUNDS = Number(process.env.BENCH_DRAIN_ROUNDS ?? Math.max(5, ROUNDS));
 const KEYS = 1000;
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const rotate = (list, r) => list.map((_, i) => list[(i + r) % list.length]);
 const fmt = (x) => Math.round(x).toLocaleString('en-US');
 const ratio = (a, b) => (a / b).toFixed(2);
@@ -45,7 +53,8 @@ try {
   const version = /^redis_version:(.*)$/m.exec(info)?.[1]?.trim();
   console.log(
     `effectively-once bench: Node ${process.version}, redis-server ${version}, ${ROUNDS} rounds, ` +
-      `${SECONDS} s per publish figure, drain of ${fmt(N)} entries (${new Date().toISOString()})`,
+      `${SECONDS} s per publish figure, ${DRAIN_ROUNDS} drain rounds of ${fmt(N)} entries ` +
+      `(${new Date().toISOString()})`,
   );
 
   // ---- publish -------------------------------------------------------------------------------
@@ -93,7 +102,9 @@ try {
     }
     await admin.flushall(); // streams and index keys of this round
   }
-  console.log('\npublish (entries/s, median [min-max] of rounds): plain | idempotent | ratio of medians');
+  console.log(
+    '\npublish (entries/s, median [min-max] of rounds): plain | idempotent | ratio of medians',
+  );
   for (const [name, { plain, idem }] of published) {
     const ratioOf = ratio(median(idem), median(plain));
     console.log(`  ${name}: ${spread(plain)} | ${spread(idem)} | ${ratioOf}x`);
@@ -109,24 +120,45 @@ try {
     }
     await pipeline.exec();
   }
-  const variants = {
-    plain: {},
-    dedup: { dedup: true },
-    newerWins: { newerWins: (m) => m.payload.account },
-  };
-  const drained = new Map(Object.keys(variants).map((v) => [v, []]));
-  for (let r = 0; r < ROUNDS; r++) {
-    for (const variant of rotate(Object.keys(variants), r)) {
+  const variants = ['plain', 'dedup', 'newerWins'];
+  const drained = new Map(variants.map((v) => [v, []]));
+  const foreign = [];
+  for (let r = 0; r < DRAIN_ROUNDS; r++) {
+    for (const variant of rotate(variants, r)) {
       const group = `${variant}-${r}`;
       await admin.xgroup('CREATE', STREAM, group, '0');
-      drained.get(variant).push(await drain(STREAM, group, variants[variant]));
+      const window = foreignCpuWindow(redis.pid);
+      const result = await drain(STREAM, group, variant);
+      const share = window.end(result.procCpuSeconds);
+      if (share !== null) foreign.push(share);
+      drained.get(variant).push(result);
     }
   }
-  console.log('\ndrain (entries/s, median [min-max] of rounds): figure | ratio of medians to plain');
-  const plainDrain = median(drained.get('plain'));
-  for (const [variant, rates] of drained) {
-    console.log(`  ${variant}: ${spread(rates)} | ${ratio(median(rates), plainDrain)}x`);
+  const ratesOf = (variant) => drained.get(variant).map((d) => d.rate);
+  const perEntry = (variant, field) => median(drained.get(variant).map((d) => d[field]));
+  console.log(
+    '\ndrain (entries/s, median [min-max] of rounds): figure | ratio to plain: median of the ' +
+      "rounds' ratios [min-max], ratio of medians | CPU µs per entry: node, redis-server",
+  );
+  const plainRates = ratesOf('plain');
+  for (const variant of variants) {
+    const rates = ratesOf(variant);
+    const paired = rates.map((rate, r) => rate / plainRates[r]);
+    const ratios =
+      variant === 'plain'
+        ? '1.00x'
+        : `${median(paired).toFixed(2)}x [${Math.min(...paired).toFixed(2)}-` +
+          `${Math.max(...paired).toFixed(2)}], ${ratio(median(rates), median(plainRates))}x`;
+    console.log(
+      `  ${variant}: ${spread(rates)} | ${ratios} | ` +
+        `${perEntry(variant, 'nodeCpuUs').toFixed(1)}, ${perEntry(variant, 'redisCpuUs').toFixed(1)}`,
+    );
   }
+  if (foreign.length > 0)
+    console.log(
+      `  (other work on the machine meanwhile: ${Math.round(median(foreign) * 100)}% of its CPU, ` +
+        `median of the drains)`,
+    );
 
   // ---- memory --------------------------------------------------------------------------------
   const usedMemory = async () => Number(/^used_memory:(\d+)/m.exec(await admin.info('memory'))[1]);
@@ -171,36 +203,42 @@ try {
   await redis.stop();
 }
 
-/** Drains `group` of `stream` with one handler of `options`; entries/s from first call to empty PEL. */
-async function drain(stream, group, options) {
-  let handled = 0;
-  let first = 0;
-  class Handler {
-    handle() {
-      if (handled++ === 0) first = performance.now();
-    }
-  }
-  StreamHandler(stream, group, options)(
-    Handler.prototype,
-    'handle',
-    Object.getOwnPropertyDescriptor(Handler.prototype, 'handle'),
-  );
-  Injectable()(Handler);
-  class DrainModule {}
-  Module({
-    imports: [EchoStreamModule.forRoot({ connection: redis.url })],
-    providers: [Handler],
-  })(DrainModule);
-  const app = await NestFactory.createApplicationContext(DrainModule, { logger: false });
-  try {
-    while (handled < N) await sleep(2);
-    for (;;) {
-      const [pending] = await admin.xpending(stream, group);
-      if (Number(pending) === 0) break;
-      await sleep(2);
-    }
-    return N / ((performance.now() - first) / 1000);
-  } finally {
-    await app.close();
-  }
+/**
+ * Drains `group` of `stream` with the handler of `variant` in a child process; its figures (a
+ * drain that did not handle every entry or left entries pending throws: no figure from it).
+ */
+function drain(stream, group, variant) {
+  return new Promise((resolvePromise, reject) => {
+    const child = fork(join(root, 'bench/lib/skip-drain-child.mjs'), [], {
+      env: {
+        ...process.env,
+        BENCH_CHILD: JSON.stringify({
+          lib: LIB,
+          url: redis.url,
+          stream,
+          group,
+          variant,
+          n: N,
+          redisPid: redis.pid,
+        }),
+      },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    let result = null;
+    child.on('message', (msg) => {
+      if (msg?.type === 'result') result = msg;
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      if (result?.fatal) reject(new Error(`${variant} drain failed: ${result.fatal}`));
+      else if (!result) reject(new Error(`${variant} drain exited with ${code} and no result`));
+      else if (result.handled < N || result.pending !== 0)
+        reject(
+          new Error(
+            `${variant} drain invalid: handled ${result.handled} of ${N}, ${result.pending} pending`,
+          ),
+        );
+      else resolvePromise(result);
+    });
+  });
 }

@@ -210,7 +210,7 @@ async function drain(ctx, { kind, streams, perStream, round }) {
 /**
  * Runs the workload: `rounds` rounds of [boot (+ idle window in round 0), drain of many streams,
  * drain of one stream], the two drains' order rotated per round.
- * ctx: { redis (from startRedis), ChildRun (run.mjs's child wrapper), lib (dist/index.js),
+ * ctx: { redis (from startRedis), ChildRun (bench/lib/child-run.mjs), lib (dist/index.js),
  * rounds, log }.
  */
 export async function runManyHandlers(ctx) {

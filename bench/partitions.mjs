@@ -5,9 +5,18 @@
 //     every group's lag and pending are 0; startup and the first rebalance included);
 //   - keyed publish: N sequential publish() calls with { key } vs without;
 //   - rebalance: a second process joins a running one (time until the partitions are split), then
-//     the first stops gracefully (time until the second owns them all).
-// Knobs: BENCH_PART_N=20000, BENCH_PART_P=8, BENCH_PART_KEYS=100. Figures are printed, not asserted.
+//     the first stops gracefully (time until the second owns them all);
+//   - idle: one process with 4 handlers x 1 partition + 1 plain handler, then 4 x 16 + 1 plain, all
+//     in one group, parked with nothing published: its connections (CLIENT LIST `echo-stream-*`)
+//     and the commands per second Redis ran (INFO commandstats over BENCH_PART_IDLE_S seconds).
+// Drains run at concurrency 1 and 8 (BENCH_PART_CONCURRENCY=1,8).
+// Knobs: BENCH_PART_N=20000, BENCH_PART_P=8, BENCH_PART_KEYS=100, BENCH_PART_IDLE_S=20,
+// BENCH_PART_WORKLOADS=drain,publish,rebalance,idle; BENCH_NODE_ARGS='--cpu-prof ...': extra node
+// flags of every child (profiles of a drain: --cpu-prof --cpu-prof-dir=DIR). Each drain also says
+// how many XACKs Redis ran for it (INFO commandstats), and the write system calls and the CPU time
+// its consumer processes used from the first READY to the end (Linux). Figures are printed, not asserted.
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,24 +28,34 @@ const lib = createRequire(import.meta.url)(join(root, 'dist', 'index.js'));
 const N = Number(process.env.BENCH_PART_N ?? 20_000);
 const P = Number(process.env.BENCH_PART_P ?? 8);
 const KEYS = Number(process.env.BENCH_PART_KEYS ?? 100);
+const IDLE_S = Number(process.env.BENCH_PART_IDLE_S ?? 20);
+const CONCURRENCIES = (process.env.BENCH_PART_CONCURRENCY ?? '1,8').split(',').map(Number);
+const WORKLOADS = (process.env.BENCH_PART_WORKLOADS ?? 'drain,publish,rebalance,idle').split(',');
+const CLOCK_TICKS = 100; // USER_HZ of /proc/<pid>/stat on Linux
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const server = await startRedis();
 const redis = new Redis(server.url);
 const children = new Set();
 
-function child(stream, name, partitions) {
-  const proc = spawn(process.execPath, [join(root, 'bench', 'lib', 'partition-child.mjs')], {
-    cwd: root,
-    env: {
-      ...process.env,
-      REDIS_URL: server.url,
-      STREAM: stream,
-      NAME: name,
-      PARTITIONS: partitions ? String(partitions) : '',
+function child(stream, name, partitions, env = {}) {
+  const proc = spawn(
+    process.execPath,
+    [...NODE_ARGS, join(root, 'bench', 'lib', 'partition-child.mjs')],
+    {
+      cwd: root,
+      env: {
+        ...process.env,
+        REDIS_URL: server.url,
+        STREAM: stream,
+        NAME: name,
+        PARTITIONS: partitions ? String(partitions) : '',
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
     },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  );
   children.add(proc);
   proc.on('exit', () => children.delete(proc));
   const ready = new Promise((ok) =>
@@ -83,20 +102,90 @@ async function drained(streams) {
   }
 }
 
-async function drain(label, processes, partitioned) {
-  const stream = `bench-${label}`;
+async function drain(label, processes, partitioned, concurrency) {
+  const stream = `bench-${label}-c${concurrency}`;
   if (partitioned) await redis.set(`{${stream}}:echo-partitions`, String(P));
   await fill(stream, partitioned);
   const streams = partitioned ? Array.from({ length: P }, (_, i) => `${stream}:p:${i}`) : [stream];
+  await redis.config('RESETSTAT');
   const kids = Array.from({ length: processes }, (_, i) =>
-    child(stream, `c${i}`, partitioned ? P : null),
+    child(stream, `c${i}`, partitioned ? P : null, { CONCURRENCY: String(concurrency) }),
   );
   const first = await Promise.race(kids.map((k) => k.ready));
+  const atReady = kids.map((k) => usage(k.proc.pid));
   const end = await drained(streams);
+  const xacks = (await commandCalls()).xack ?? 0;
+  const used = kids.map((k, i) => {
+    const now = usage(k.proc.pid);
+    return { cpu: now.cpu - atReady[i].cpu, writes: now.writes - atReady[i].writes };
+  });
+  const cpu = used.reduce((sum, u) => sum + u.cpu, 0);
+  const writes = used.reduce((sum, u) => sum + u.writes, 0);
   for (const k of kids) k.proc.kill('SIGTERM');
   await Promise.all(kids.map((k) => k.exited));
   const seconds = (end - first) / 1000;
-  return { label, seconds, rate: Math.round(N / seconds) };
+  return { label, concurrency, seconds, rate: Math.round(N / seconds), xacks, cpu, writes };
+}
+
+/**
+ * What a child used so far (Linux: /proc; else NaN): CPU seconds (user + system) and write system
+ * calls (socket writes included). On a machine shared with other work the wall clock moves with
+ * the others' load; these move less.
+ */
+function usage(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    const writes = /syscw: (\d+)/.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))?.[1];
+    return { cpu: (Number(stat[11]) + Number(stat[12])) / CLOCK_TICKS, writes: Number(writes) };
+  } catch {
+    return { cpu: NaN, writes: NaN };
+  }
+}
+
+/** CLIENT LIST connections named `echo-stream-*`, by name. */
+async function echoConnections() {
+  const byName = {};
+  let total = 0;
+  for (const line of String(await redis.client('LIST')).split('\n')) {
+    const name = / name=(\S*)/.exec(line)?.[1] ?? '';
+    if (!name.startsWith('echo-stream-')) continue;
+    byName[name] = (byName[name] ?? 0) + 1;
+    total++;
+  }
+  return { total, byName };
+}
+
+/** Calls per command since the last CONFIG RESETSTAT (the bench's own INFO / RESETSTAT left out). */
+async function commandCalls() {
+  const out = {};
+  for (const line of (await redis.info('commandstats')).split('\n')) {
+    const m = /^cmdstat_([^:]+):calls=(\d+)/.exec(line.trim());
+    if (m && m[1] !== 'info' && m[1] !== 'config|resetstat' && m[1] !== 'client|list')
+      out[m[1]] = Number(m[2]);
+  }
+  return out;
+}
+
+/** One process of 4 handlers x `partitions` + 1 plain handler, parked: connections, commands/s. */
+async function idle(partitions) {
+  const stream = `bench-idle-${partitions}`;
+  const kid = child(stream, 'idle', partitions, { HANDLERS: '4', PLAIN: '1', ALONE: '1' });
+  await kid.ready;
+  await sleep(2000); // past the start-up burst (group creation, first sweeps)
+  const connections = await echoConnections();
+  await redis.config('RESETSTAT');
+  const t0 = Date.now();
+  await sleep(IDLE_S * 1000);
+  const calls = await commandCalls();
+  const seconds = (Date.now() - t0) / 1000;
+  kid.proc.kill('SIGTERM');
+  await kid.exited;
+  const total = Object.values(calls).reduce((a, b) => a + b, 0);
+  const top = Object.entries(calls)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, n]) => `${name} ${(n / seconds).toFixed(1)}`)
+    .join(', ');
+  return { partitions, connections, perSecond: total / seconds, top };
 }
 
 async function keyedPublish() {
@@ -147,27 +236,46 @@ async function rebalance() {
 }
 
 try {
-  const results = [
-    await drain('plain-1', 1, false),
-    await drain('part-1', 1, true),
-    await drain('part-3', 3, true),
-  ];
-  const base = results[0].rate;
   console.log(
-    `partitioned streams: N=${N} entries, ${KEYS} keys, P=${P} partitions, no-op handler, concurrency 8`,
+    `partitioned streams: N=${N} entries, ${KEYS} keys, P=${P} partitions, no-op handler, batchSize 100`,
   );
-  for (const r of results)
+  if (WORKLOADS.includes('drain'))
+    for (const concurrency of CONCURRENCIES) {
+      const results = [
+        await drain('plain-1', 1, false, concurrency),
+        await drain('part-1', 1, true, concurrency),
+        ...(concurrency === Math.max(...CONCURRENCIES)
+          ? [await drain('part-3', 3, true, concurrency)]
+          : []),
+      ];
+      const base = results[0].rate;
+      for (const r of results)
+        console.log(
+          `  drain ${r.label.padEnd(8)} concurrency ${String(r.concurrency).padEnd(2)} ${r.seconds.toFixed(2)} s  ${r.rate} entries/s  (${(r.rate / base).toFixed(2)}x plain-1)  ${r.xacks} XACKs, ${r.writes} writes, ${r.cpu.toFixed(2)} s CPU`,
+        );
+    }
+  if (WORKLOADS.includes('publish')) {
+    const pub = await keyedPublish();
     console.log(
-      `  drain ${r.label.padEnd(8)} ${r.seconds.toFixed(2)} s  ${r.rate} entries/s  (${(r.rate / base).toFixed(2)}x plain-1)`,
+      `  publish (sequential, ${N / 4} calls): ${pub.plainUs.toFixed(0)} us plain, ${pub.keyedUs.toFixed(0)} us keyed (${(pub.keyedUs / pub.plainUs).toFixed(2)}x)`,
     );
-  const pub = await keyedPublish();
-  console.log(
-    `  publish (sequential, ${N / 4} calls): ${pub.plainUs.toFixed(0)} us plain, ${pub.keyedUs.toFixed(0)} us keyed (${(pub.keyedUs / pub.plainUs).toFixed(2)}x)`,
-  );
-  const rb = await rebalance();
-  console.log(
-    `  rebalance: a join split ${P} partitions in ${rb.joinSplitMs} ms; a graceful stop handed ${P / 2} over in ${rb.gracefulHandOffMs} ms`,
-  );
+  }
+  if (WORKLOADS.includes('rebalance')) {
+    const rb = await rebalance();
+    console.log(
+      `  rebalance: a join split ${P} partitions in ${rb.joinSplitMs} ms; a graceful stop handed ${P / 2} over in ${rb.gracefulHandOffMs} ms`,
+    );
+  }
+  if (WORKLOADS.includes('idle')) {
+    const runs = [await idle(1), await idle(16)];
+    for (const r of runs)
+      console.log(
+        `  idle, 4 handlers x ${String(r.partitions).padEnd(2)} partitions + 1 plain: ${r.connections.total} connections ${JSON.stringify(r.connections.byName)}; ${r.perSecond.toFixed(1)} commands/s over ${IDLE_S} s (${r.top})`,
+      );
+    console.log(
+      `  idle, 4 x 16 vs 4 x 1: ${(runs[1].connections.total / runs[0].connections.total).toFixed(2)}x connections, ${(runs[1].perSecond / runs[0].perSecond).toFixed(2)}x commands/s`,
+    );
+  }
 } finally {
   for (const c of children) c.kill('SIGKILL');
   redis.disconnect();

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// The retry workload of issue 11 alone: `npm run bench`'s `retries` workload (bench/run.mjs), with
-// its results in bench/results/retries.{json,md} (quick runs: .bench/quick.*). Same knobs;
-// BENCH_LIB_BASE=<other dist/index.js> is short for BENCH_LIB_VARIANTS=base=<that build>.
+// The retry workload of issue 11 alone: `npm run bench`'s `retries` workload
+// (bench/workloads/retries.mjs), with its results in bench/results/retries.{json,md} (quick runs:
+// .bench/quick.*). Same knobs; BENCH_LIB_BASE=<other dist/index.js> is short for
+// BENCH_LIB_VARIANTS=base=<that build>.
 //
 //   npm run build && node bench/retries.mjs
 //   BENCH_QUICK=1 node bench/retries.mjs

@@ -2,25 +2,34 @@
 /**
  * `npm run demo`: builds the sample app (sample/, CommonJS into .sample-dist/), starts a
  * throw-away redis-server when REDIS_URL is unset, runs the sample on PORT (default: a free
- * port), publishes a steady trickle of orders through `POST /orders` (with a poison order now and
- * then, which billing refuses until it is dead-lettered, and a malformed one through
- * `POST /orders/unchecked`, which billing's ValidationPipe rejects at once) plus undecodable entries
- * written straight to the stream, and prints the app's log (handled orders, retries, dead letters) and a figures
- * line every 5 s. Open the printed dashboard URL to watch the consumer loops, their groups and the
- * dead letters; the sample's own page shows the orders.
+ * port) and feeds it:
+ * - a steady trickle of orders through `POST /orders`, each under its checkout id, every 10th
+ *   posted again 1.5 s later (a checkout retrying after a timeout: billing's `dedup` skips the
+ *   copy), a poison order now and then (refused until dead-lettered), a malformed one through
+ *   `POST /orders/unchecked` (billing's ValidationPipe rejects it) and undecodable entries
+ *   written straight to the stream;
+ * - statements of account movements through `POST /ledger/statements` (scripts/lib/demo-ledger.mjs),
+ *   numbered per account, some posted twice (idempotent publish absorbs the repeat), which the
+ *   partitioned `balances` handler applies in each account's order.
+ * It prints the app's log (handled orders, retries, dead letters) and the figures every 5 s. At
+ * the end it checks every account's balance against what it posted and exits 1 when one differs,
+ * a movement broke its account's order or a repeated publish was written twice.
  *
  *   npm run demo                   # until Ctrl-C
  *   DEMO_SECONDS=20 npm run demo   # stops by itself after 20 s (exit 0)
  *
  * Environment: REDIS_URL (use this server instead of a throw-away one; the demo writes to the
- * streams `orders` and `orders:dlq` and creates the groups `billing` and `shipping`), PORT, HOST,
+ * streams `orders`, `orders:dlq`, `ledger:p:0` ... `ledger:p:3` and the sample's keys
+ * `{sample-ledger}:*`, and creates the groups `billing`, `shipping` and `balances`), PORT, HOST,
  * FAILURE_RATE (default 0.1), DEMO_RATE (orders per second, default 4), DEMO_SECONDS,
  * DEMO_VERBOSE=1 (print Nest's start-up lines and full stacks).
  */
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { LedgerTraffic } from './lib/demo-ledger.mjs';
 import { freePort, startThrowawayRedis } from './lib/throwaway-redis.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -36,6 +45,13 @@ const POISON_EVERY = 40;
 const UNDECODABLE_EVERY = 60;
 /** Every Kth tick also posts a malformed order to POST /orders/unchecked (a `rejected` dead letter). */
 const MALFORMED_EVERY = 50;
+/** Every Rth order is posted again under its id after RETRY_AFTER_MS, as a checkout that timed out. */
+const RETRY_ORDER_EVERY = 10;
+const RETRY_AFTER_MS = 1500;
+/** The ledger's accounts; each tick posts a statement of 2 to 6 movements of the next one. */
+const ACCOUNTS = ['acct-1', 'acct-2', 'acct-3', 'acct-4', 'acct-5', 'acct-6'];
+/** Tells this run's checkout ids from an earlier run's on the same REDIS_URL. */
+const RUN = Date.now().toString(36);
 
 const color = process.stdout.isTTY && !process.env.NO_COLOR;
 const paint = (code, text) => (color ? `\x1b[${code}m${text}\x1b[0m` : text);
@@ -73,6 +89,10 @@ const state = {
   /** The throw-away redis-server (its own exit hook kills it if the demo dies first). */
   redis: undefined,
   client: undefined,
+  /** The ledger's producer (scripts/lib/demo-ledger.mjs), once the app is up. */
+  ledger: undefined,
+  /** Orders posted twice under one checkout id. */
+  ordersRetried: 0,
   timers: [],
 };
 let stopping;
@@ -104,8 +124,21 @@ async function stop(reason, code = 0) {
     for (const t of state.timers) clearInterval(t);
     if (state.base && state.app && state.app.exitCode === null) {
       try {
-        const res = await fetch(`${state.base}/stats`, { signal: AbortSignal.timeout(2000) });
-        say(paint('33', `final: ${figures(await res.json())}`));
+        const summary = await finalSummary();
+        say(paint('33', `final: ${figures(summary)}`));
+        const broken = state.ledger?.problems(summary) ?? [];
+        if (broken.length > 0) {
+          for (const line of broken) say(paint('1;31', line));
+          code = code || 1;
+        } else if (state.ledger?.posted) {
+          say(
+            paint(
+              '32',
+              `ledger checked: ${state.ledger.posted} movements applied in each account's order, ` +
+                `every balance as posted`,
+            ),
+          );
+        }
       } catch {
         // no figures
       }
@@ -207,18 +240,34 @@ async function postOrder(base, order, path = '/orders') {
   return res.json();
 }
 
-/** One line from the sample's orders summary (`GET /stats`); the loops are the dashboard's. */
+/** Two lines from the sample's summary (`GET /stats`); the loops are the dashboard's. */
 function figures(s) {
   const reasons = {};
   for (const d of s.deadLetters.recent) reasons[d.reason] = (reasons[d.reason] ?? 0) + 1;
   const recent = Object.entries(reasons)
     .map(([reason, n]) => `${reason} ${n}`)
     .join(', ');
+  const l = s.ledger;
   return (
-    `orders charged ${s.ledger.charged}, duplicates skipped ${s.ledger.duplicates}, ` +
-    `dead letters received ${s.deadLetters.total}` +
-    (recent ? ` (of the last ${s.deadLetters.recent.length}: ${recent})` : '')
+    `orders charged ${s.billing.charged}, duplicates skipped ${s.billing.duplicates} ` +
+    `(${state.ordersRetried} posted twice), dead letters received ${s.deadLetters.total}` +
+    (recent ? ` (of the last ${s.deadLetters.recent.length}: ${recent})` : '') +
+    `\n     ledger: movements applied ${l.applied} (${state.ledger?.posted ?? 0} posted), ` +
+    `order violations ${l.violations}, redeliveries ignored ${l.replays}, ` +
+    `${state.ledger?.figures() ?? 'no movements yet'}, partitions owned [${l.ownedHere.join(',')}]`
   );
+}
+
+async function summaryOf(base) {
+  const res = await fetch(`${base}/stats`, { signal: AbortSignal.timeout(2000) });
+  if (!res.ok) throw new Error(`GET /stats -> ${res.status}`);
+  return res.json();
+}
+
+/** The summary once every movement posted is applied (or after 5 s). */
+async function finalSummary() {
+  if (!state.ledger) return summaryOf(state.base);
+  return state.ledger.applied(() => summaryOf(state.base));
 }
 
 async function main() {
@@ -233,7 +282,7 @@ async function main() {
   let redisUrl = process.env.REDIS_URL;
   if (redisUrl) {
     say(
-      `using REDIS_URL=${redisUrl.replace(/\/\/([^@/]*)@/, '//***@')}: writes to the streams 'orders' and 'orders:dlq'`,
+      `using REDIS_URL=${redisUrl.replace(/\/\/([^@/]*)@/, '//***@')}: writes to the streams 'orders', 'orders:dlq' and 'ledger:p:*'`,
     );
   } else {
     redisUrl = await startRedis();
@@ -245,6 +294,8 @@ async function main() {
   state.base = base;
   state.client = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
   state.client.on('error', () => undefined);
+  state.ledger = new LedgerTraffic(base, ACCOUNTS);
+  state.ledger.seed(await summaryOf(base));
 
   console.log('');
   say(
@@ -253,12 +304,19 @@ async function main() {
       `dashboard:   ${base}/echo-stream   (consumer loops, groups, pending, dead letters)`,
     ),
   );
-  say(paint('1', `orders page: ${base}/`));
-  say(`orders JSON: ${base}/stats`);
+  say(paint('1', `sample page: ${base}/   (orders, the ledger's balances per account)`));
+  say(`its JSON:    ${base}/stats`);
   say(`Prometheus:  ${base}/metrics`);
+  const cliBuilt = existsSync(path.join(ROOT, 'dist', 'cli', 'main.js'));
+  say(
+    `CLI:         npx echo-stream --url ${redisUrl.replace(/\/\/([^@/]*)@/, '//***@')} inspect ledger` +
+      `   (the partitions and their owners${cliBuilt ? '' : '; npm run build first'})`,
+  );
   say(
     `publishing ~${RATE} orders/s through POST /orders (FAILURE_RATE ${process.env.FAILURE_RATE ?? 0.1}), ` +
-      `a poison order every ${POISON_EVERY}, a malformed one every ${MALFORMED_EVERY} and an undecodable entry every ${UNDECODABLE_EVERY}; ` +
+      `every ${RETRY_ORDER_EVERY}th posted twice, a poison order every ${POISON_EVERY}, a malformed one every ${MALFORMED_EVERY} ` +
+      `and an undecodable entry every ${UNDECODABLE_EVERY}; statements of movements of ${ACCOUNTS.length} accounts ` +
+      `through POST /ledger/statements; ` +
       (SECONDS ? `stopping after ${SECONDS} s` : 'Ctrl-C to stop'),
   );
   console.log('');
@@ -285,8 +343,10 @@ async function main() {
         const { id } = await postOrder(base, { sku: '', qty: 'two' }, '/orders/unchecked');
         say(`posted a malformed order ${id}: billing's ValidationPipe rejects it (dead letter)`);
       }
+      state.ledger.burst(2 + (n % 5));
       const poison = n % POISON_EVERY === 2;
       const order = {
+        id: `co-${RUN}-${n}`,
         sku: SKUS[n % SKUS.length],
         qty: 1 + (n % 4),
         ...(poison ? { poison: true } : {}),
@@ -294,6 +354,13 @@ async function main() {
       const { id } = await postOrder(base, order);
       if (poison)
         say(`published a poison order ${id}: billing refuses it 3 times, then it is dead-lettered`);
+      else if (n % RETRY_ORDER_EVERY === 5) {
+        // the checkout timed out and posts the same order again: written twice, charged once
+        state.ordersRetried++;
+        state.timers.push(
+          setTimeout(() => void postOrder(base, order).catch(() => undefined), RETRY_AFTER_MS),
+        );
+      }
     } catch (err) {
       if (!stopping && ++publishErrors <= 3) say(`publish failed: ${err.message}`);
     }
@@ -302,8 +369,8 @@ async function main() {
   state.timers.push(
     setInterval(async () => {
       try {
-        const res = await fetch(`${base}/stats`);
-        if (!stopping) say(paint('33', figures(await res.json())));
+        const summary = await summaryOf(base);
+        if (!stopping) say(paint('33', figures(summary)));
       } catch {
         // the app is stopping
       }

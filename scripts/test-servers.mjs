@@ -2,7 +2,8 @@
 /**
  * npm run test:servers [-- <name>...]: the server matrix. Brings the builds (`npm run servers`),
  * then for each of Valkey 8.0, Valkey 9.1 and Redis 8.0 runs the specs whose outcome depends on
- * what the server answers (below) with `ECHO_SERVER=<name>`, and prints one line per server:
+ * what the server answers (below) with `ECHO_SERVER=<name>`, split into the same two jest runs as
+ * `npm test` (scripts/lib/jest-phases.mjs), and prints one line per server:
  *
  *   PASSED      every spec passed on it
  *   FAILED      a spec failed, or the fetch broke for another reason: the exit code is 1
@@ -15,6 +16,7 @@ import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FETCHED_SERVERS, serverCommand } from './lib/echo-server.mjs';
+import { phaseLines, runPhases } from './lib/jest-phases.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -105,22 +107,24 @@ for (const name of servers) {
   }
   console.log(`\n==> test:servers: ${name}: ${chosen.label}`);
   const started = Date.now();
-  const { code, signal } = await run(
-    'npx',
-    // the roots before the patterns: the array option would swallow what follows it
-    [
-      'jest',
-      '--runInBand',
-      ...SPEC_ROOTS,
-      ...ignore.flatMap((p) => ['--testPathIgnorePatterns', p]),
-    ],
-    { ECHO_SERVER: name, NODE_OPTIONS: '--experimental-vm-modules' },
-  );
+  // split as npm test splits the suite: the parallel project two files at a time, then the serial
+  // one alone; the roots before the patterns (the array option would swallow what follows it)
+  const phases = await runPhases({
+    jestArgs: [...SPEC_ROOTS, ...ignore.flatMap((p) => ['--testPathIgnorePatterns', p])],
+    env: { ECHO_SERVER: name },
+    filtered: process.env.TEST_SERVERS_SPECS !== undefined,
+  });
+  for (const line of phaseLines(phases)) console.log(`test:servers: ${name}: ${line}`);
   const seconds = Math.round((Date.now() - started) / 1000);
+  const failed = phases.filter((p) => p.code !== 0);
   results.push({
     name,
-    verdict: code === 0 ? 'PASSED' : 'FAILED',
-    detail: `${chosen.label}, ${seconds} s${code === 0 ? '' : `, jest exited ${signal ?? code}`}`,
+    verdict: failed.length === 0 ? 'PASSED' : 'FAILED',
+    detail: `${chosen.label}, ${seconds} s${
+      failed.length === 0
+        ? ''
+        : `, ${failed.map((p) => `${p.project}: ${p.problem ?? `jest exited ${p.signal ?? p.code}`}`).join('; ')}`
+    }`,
   });
 }
 

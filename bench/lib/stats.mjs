@@ -27,3 +27,28 @@ export function fmtSig(x) {
   if (Math.abs(x) >= 1) return fmt(x, 2);
   return fmt(x, 3);
 }
+
+/** median, min and max of `runs[i][key]` over the runs where it is a number. */
+export function spread(runs, key) {
+  const xs = runs.map((r) => r[key]).filter((x) => typeof x === 'number' && !Number.isNaN(x));
+  return { median: median(xs), min: Math.min(...xs), max: Math.max(...xs) };
+}
+
+/**
+ * a / b of one figure per round both ran in: `pick(run)` gives the figure, null for none.
+ * @returns {{ median: number, min: number, max: number, ratios: number[] } | null}
+ */
+export function pairedBy(runs, a, b, pick) {
+  const rounds = new Map();
+  for (const r of runs) {
+    if (!r.valid) continue;
+    const x = pick(r);
+    if (typeof x !== 'number' || !(x > 0)) continue;
+    const side = r.contender === a ? 'a' : r.contender === b ? 'b' : null;
+    if (!side) continue;
+    (rounds.get(r.round) ?? rounds.set(r.round, {}).get(r.round))[side] = x;
+  }
+  const ratios = [...rounds.values()].filter((x) => x.a && x.b).map((x) => x.a / x.b);
+  if (ratios.length === 0) return null;
+  return { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios), ratios };
+}

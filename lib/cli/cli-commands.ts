@@ -4,9 +4,19 @@ import { fieldsToRecord } from '../codec/codecs';
 import { fieldsText } from '../codec/fields-text';
 import { duration, safeText, table } from './format';
 import { inspectPartitioned } from './partition-inspect';
-import { partitionedGroupNames } from '../admin/partition-groups';
+import { CliError } from './cli-error';
+import {
+  groupNamesOf,
+  partitionCountOf,
+  requireStream,
+  requireStreamOrPartitioned,
+} from './stream-checks';
+import { pendingOfPartitioned, tailOfPartitioned } from './partitioned-lists';
+import { listStreams } from './stream-listing';
+import { isEntryId } from '../codec/entry-id';
 
 export type { CommandContext } from './command-context';
+export { CliError } from './cli-error';
 
 /** The options a command was given, already checked. */
 export interface CommandArgs {
@@ -21,11 +31,6 @@ export interface CommandArgs {
   dryRun?: boolean;
   /** `--yes`: move without asking. */
   yes?: boolean;
-}
-
-/** A refusal the CLI prints as one line before exiting with code 1. */
-export class CliError extends Error {
-  override readonly name = 'CliError';
 }
 
 /** The options a command may take besides `--url`, `--json` and `--help`. */
@@ -53,37 +58,12 @@ export interface CommandSpec {
 export const COMMANDS: Record<string, CommandSpec> = {
   streams: {
     usage: 'streams',
-    summary: 'the stream keys on the server, with their length and number of groups',
+    summary:
+      'the stream keys on the server, with their length and number of groups; a partitioned stream once, with its partitions',
     options: [],
     positionals: [],
     example: 'echo-stream streams',
-    async run(ctx) {
-      const names = new Set<string>();
-      let cursor = '0';
-      do {
-        const page = await ctx.browser.scanStreams(cursor, 1000);
-        page.keys.forEach((key) => names.add(key));
-        cursor = page.cursor;
-      } while (cursor !== '0');
-      const streams = await Promise.all(
-        [...names].sort().map(async (stream) => {
-          const [length, groups] = await Promise.all([
-            ctx.client.length(stream),
-            ctx.client.groups(stream),
-          ]);
-          return { stream, length, groups: groups.length };
-        }),
-      );
-      if (ctx.json) return ctx.out(JSON.stringify(streams));
-      if (streams.length === 0) return ctx.out('no stream keys on this server');
-      ctx.out(
-        table(
-          ['STREAM', 'LENGTH', 'GROUPS'],
-          streams.map((s) => [s.stream, s.length, s.groups]),
-          ['LENGTH', 'GROUPS'],
-        ),
-      );
-    },
+    run: listStreams,
   },
 
   inspect: {
@@ -147,12 +127,19 @@ export const COMMANDS: Record<string, CommandSpec> = {
 
   pending: {
     usage: 'pending <stream> <group> [--count n] [--after entry-id]',
-    summary: "one page of a group's pending entries (PEL): entry, consumer, idle, deliveries",
+    summary:
+      "one page of a group's pending entries (PEL): entry, consumer, idle, deliveries; a partitioned stream's partitions merged (--after <entry id>@<partition>)",
     options: ['count', 'after'],
     positionals: ['stream', 'group'],
     example: 'echo-stream pending orders billing --count 20',
     async run(ctx, { positionals: [stream, group], count = 50, after }) {
-      await requireStream(ctx, stream);
+      const partitions = await partitionCountOf(ctx, stream);
+      if (partitions !== null) {
+        return pendingOfPartitioned(ctx, stream, partitions, group, count, after);
+      }
+      if (after !== undefined && !isEntryId(after)) {
+        throw new CliError(`--after: <entry id>@<partition> pages a partitioned stream only`);
+      }
       const info = (await ctx.client.groups(stream)).find((g) => g.name === group);
       if (!info) throw new CliError(`stream '${stream}' has no group '${group}'`);
       const rows = await ctx.client.pending(stream, group, {
@@ -186,23 +173,37 @@ export const COMMANDS: Record<string, CommandSpec> = {
     positionals: ['stream'],
     example: 'echo-stream dead-letters orders --group billing',
     async run(ctx, { positionals: [stream], group, count = 100, after }) {
-      await requireStream(ctx, stream);
+      await requireStreamOrPartitioned(ctx, stream);
       const letters = await ctx.admin.deadLetters(stream, { group, count, after });
       if (ctx.json) return ctx.out(JSON.stringify(letters));
       if (letters.length === 0) return ctx.out(`no dead letters of ${safeText(stream)}`);
+      // a partitioned stream's letters say which partition and key they came from
+      const partitioned = letters.some((l) => l.partition !== undefined || l.key !== undefined);
+      const where = (l: (typeof letters)[number]) =>
+        partitioned ? [l.partition ?? '-', l.key ?? '-'] : [];
       ctx.out(
         table(
-          ['ENTRY', 'GROUP', 'REASON', 'ATTEMPTS', 'AT', 'ID', 'ERROR'],
+          [
+            'ENTRY',
+            'GROUP',
+            ...(partitioned ? ['PARTITION', 'KEY'] : []),
+            'REASON',
+            'ATTEMPTS',
+            'AT',
+            'ID',
+            'ERROR',
+          ],
           letters.map((l) => [
             l.entryId,
             l.group,
+            ...where(l),
             l.reason,
             l.attempts,
             l.at.toISOString(),
             l.id ?? '-',
             l.error ?? '',
           ]),
-          ['ATTEMPTS'],
+          ['ATTEMPTS', 'PARTITION'],
         ),
       );
     },
@@ -227,7 +228,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
     ],
     moves: true,
     async run(ctx, { positionals: [stream], group, count, dryRun = false, yes = false }) {
-      await requireStream(ctx, stream);
+      await requireStreamOrPartitioned(ctx, stream);
       let limit = count;
       if (dryRun || !yes) {
         const plan = await planRedrive(ctx, stream, group, count);
@@ -295,12 +296,14 @@ export const COMMANDS: Record<string, CommandSpec> = {
 
   tail: {
     usage: 'tail <stream> [--count n] [--follow]',
-    summary: 'the newest entries (oldest of them first); --follow waits for more until Ctrl-C',
+    summary:
+      "the newest entries (oldest of them first); --follow waits for more until Ctrl-C; a partitioned stream's partitions merged",
     options: ['count', 'follow'],
     positionals: ['stream'],
     example: 'echo-stream tail orders --count 5 --follow',
     async run(ctx, { positionals: [stream], count = 10, follow = false }) {
-      await requireStream(ctx, stream);
+      const partitions = await partitionCountOf(ctx, stream);
+      if (partitions !== null) return tailOfPartitioned(ctx, stream, partitions, count, follow);
       const newest = (await ctx.browser.revRange(stream, '+', '-', count)).reverse();
       const print = (entries: typeof newest) => {
         for (const e of entries) {
@@ -334,41 +337,31 @@ export const COMMANDS: Record<string, CommandSpec> = {
     example: 'echo-stream history orders --from 2026-11-30T10:00:00Z --to 2026-11-30T11:00:00Z',
     async run(ctx, { positionals: [stream], from, to, count = 100 }) {
       if (from === undefined) throw new CliError('history needs --from <date|entry-id>');
-      await requireStream(ctx, stream);
+      await requireStreamOrPartitioned(ctx, stream);
       const bound = (v: string | undefined) =>
         v === undefined || /^\d+(-\d+)?$/.test(v) ? v : new Date(v);
-      const entries: Array<{ entryId: string; at: string; fields: Record<string, string> }> = [];
+      const entries: Array<{
+        entryId: string;
+        partition?: number;
+        at: string;
+        fields: Record<string, string>;
+      }> = [];
       const window = { from: bound(from), to: bound(to), count };
       for await (const e of ctx.admin.history(stream, window)) {
-        const fields = e.fields;
-        if (ctx.json) entries.push({ entryId: e.entryId, at: e.at.toISOString(), fields });
+        const { entryId, partition, fields } = e;
+        // a partitioned stream's entries, merged: the partition says which one an id is of
+        const where = partition === undefined ? {} : { partition };
+        if (ctx.json) entries.push({ entryId, ...where, at: e.at.toISOString(), fields });
         else
           ctx.out(
-            `${e.entryId}  ${e.at.toISOString()}  ${safeText(fieldsText(Object.entries(fields).flat()))}`,
+            `${entryId}  ${partition === undefined ? '' : `p${partition}  `}${e.at.toISOString()}  ` +
+              safeText(fieldsText(Object.entries(fields).flat())),
           );
       }
       if (ctx.json) ctx.out(JSON.stringify(entries));
     },
   },
 };
-
-/** A missing key or a key of another type is a clear one-line error, not an empty answer. */
-/**
- * The group names of `stream`: of the Redis stream, or of a partitioned stream's partitions (its
- * loops read the pause flag of its name, docs/partitions.md "Pause").
- */
-async function groupNamesOf(ctx: CommandContext, stream: string): Promise<string[]> {
-  const partitioned = await partitionedGroupNames(ctx.client, stream);
-  if (partitioned) return partitioned;
-  await requireStream(ctx, stream);
-  return (await ctx.client.groups(stream)).map((g) => g.name);
-}
-
-async function requireStream(ctx: CommandContext, stream: string): Promise<void> {
-  const type = await ctx.browser.keyType(stream);
-  if (type === 'none') throw new CliError(`no such key '${stream}'`);
-  if (type !== 'stream') throw new CliError(`WRONGTYPE: '${stream}' is a ${type}, not a stream`);
-}
 
 function record(fields: readonly string[] | null): Record<string, string> | null {
   return fields === null ? null : fieldsToRecord(fields);

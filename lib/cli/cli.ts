@@ -5,6 +5,7 @@ import { openOneShotConnection, type OneShotConnection } from '../runtime/one-sh
 import { CliError, COMMANDS, type CommandArgs, type CommandSpec } from './cli-commands';
 import { printable, safeText } from './format';
 import { standaloneServices } from './standalone';
+import { isPageCursor } from '../stats/partition-pages';
 
 const DEFAULT_URL = 'redis://127.0.0.1:6379';
 const MAX_COUNT = 100_000;
@@ -162,8 +163,10 @@ function checkArgs(
     args.count = count;
   }
   if (typeof values.after === 'string') {
-    if (!ENTRY_ID.test(values.after))
-      throw new CliError(`--after must be an entry id like 1700000000000-0, got '${values.after}'`);
+    if (!isPageCursor(values.after))
+      throw new CliError(
+        `--after must be an entry id like 1700000000000-0 (<entry id>@<partition> on a partitioned stream), got '${values.after}'`,
+      );
     args.after = values.after;
   }
   for (const key of ['from', 'to'] as const) {

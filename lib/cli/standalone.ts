@@ -13,8 +13,9 @@ export interface StandaloneServices {
 /**
  * `EchoStreamAdmin` and `ConsumerStats` for the CLI, so it inspects, lists and redrives exactly as
  * an app does (copy before delete included). With no loops registered, a stream's dead letters
- * are in `${stream}:dlq`. NOTE: both services read only `connections.client`; the orchestrator is
- * only used by `start()` / `stop()`, which the CLI never calls.
+ * are in `<stream>:dlq` (a partitioned stream's too, under its own name). NOTE: both services
+ * read only `connections.client`; the orchestrator is only used by `start()` / `stop()`, which
+ * the CLI never calls.
  */
 export function standaloneServices(client: EchoStreamConnections['client']): StandaloneServices {
   const connections = { client } as Pick<EchoStreamConnections, 'client'> as EchoStreamConnections;

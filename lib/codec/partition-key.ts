@@ -52,3 +52,31 @@ export function isPartitionCount(value: unknown): value is number {
     typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_PARTITIONS
   );
 }
+
+/**
+ * The partitioned stream a partition's stream belongs to: `<stream>` of `<stream>:p:<index>`;
+ * `partitionStream` itself when it is not named so.
+ */
+export function partitionedStreamOf(partitionStream: string, index: number): string {
+  const suffix = `:p:${index}`;
+  return partitionStream.endsWith(suffix)
+    ? partitionStream.slice(0, -suffix.length)
+    : partitionStream;
+}
+
+/**
+ * The partitioned stream and partition a name would be by `partitionStreamOf`'s scheme
+ * (`orders:p:3` -> `orders`, 3); `undefined` for a name not of that form. Whether `stream` is a
+ * partitioned stream (and has that many partitions) is its stored count's say.
+ */
+export function partitionNameOf(name: string): { stream: string; index: number } | undefined {
+  const at = name.lastIndexOf(':p:');
+  if (at <= 0) return undefined;
+  const index = partitionIndexOf(name.slice(at + 3));
+  return index === undefined ? undefined : { stream: name.slice(0, at), index };
+}
+
+/** A partition index written as text (`'3'`, as `String(index)` writes it); `undefined` else. */
+export function partitionIndexOf(text: string | undefined): number | undefined {
+  return text !== undefined && /^(0|[1-9]\d{0,3})$/.test(text) ? Number(text) : undefined;
+}

@@ -2,6 +2,7 @@ import { isPartitionCount } from '../codec/partition-key';
 import { hostname } from 'node:os';
 import type { RedisOptions } from 'ioredis';
 import { resolveCodec } from '../codec/codecs';
+import { deadLetterStreamOf } from '../codec/dead-letter-fields';
 
 import {
   checkDedupOption,
@@ -213,7 +214,7 @@ export function resolveHandlerOptions(
     ...merged,
     claimIntervalMs:
       merged.claimIntervalMs ?? Math.max(1, Math.min(Math.floor(minIdleMs / 2), 5000)),
-    deadLetterStream: merged.deadLetterStream ?? `${stream}:dlq`,
+    deadLetterStream: merged.deadLetterStream ?? deadLetterStreamOf(stream),
   };
   checkHandlerOptions(where, resolved);
   if (resolved.deadLetterStream === stream) {

@@ -1,5 +1,5 @@
 import type { CanActivate, Type } from '@nestjs/common';
-import type { HostRules } from './host-check';
+import type { HostRules } from './http/host-check';
 
 /** Options of `EchoStreamDashboardModule.register()`. */
 export interface EchoStreamDashboardOptions {

@@ -7,27 +7,25 @@ import type { ConsumerSnapshot } from '../interfaces/consumer-snapshot.interface
 import { partitionedGroupNames } from '../admin/partition-groups';
 import { isInvalidStreamIdError, isWrongTypeError } from '../redis/redis-errors';
 import { ConsumerStats } from '../stats/consumer-stats.service';
-import type { PageQuery, RedriveBody } from './dashboard-input';
+import type { PageQuery, RedriveBody } from './http/dashboard-input';
 import { DASHBOARD_OPTIONS } from './dashboard.constants';
 import type { ResolvedDashboardOptions } from './dashboard-options.interface';
 import type {
   DeadLetterPageView,
   GroupView,
   OverviewView,
-  PendingEntryView,
   PendingPageView,
   StreamView,
-  TailEntryView,
   TailPageView,
-} from './dashboard-views';
-import { readDeadLetterPage } from './dead-letter-reader';
-import { cutText, MAX_NAME_CHARS, PageBudget, previewFields } from './page-budget';
-import { partitionedGroupViews } from './partitioned-group-view';
-import { DeadLetterCounter } from './dead-letter-counts';
-import { RateHistory } from './rate-history';
-
-/** Entry bodies read per round trip for a PEL or tail page. */
-const BODIES_PER_READ = 100;
+} from './views/dashboard-views';
+import { readDeadLetterPage } from './views/dead-letter-reader';
+import type { DeadLetterScope } from '../codec/dead-letter-scope';
+import { readDeadLetterScope } from '../admin/dead-letter-operations';
+import { NoSuchGroup, pendingPage, tailPage } from './views/list-pages';
+import { PageCursorError, readPageCursor } from '../stats/partition-pages';
+import { partitionedStreamView } from './views/partitioned-group-view';
+import { storedCountOf } from '../stats/partitioned-inspection';
+import { RateHistory } from './views/rate-history';
 
 /**
  * What the dashboard shows and changes, read through `ConsumerStats`, `EchoStreamAdmin` and the
@@ -38,7 +36,6 @@ const BODIES_PER_READ = 100;
 export class DashboardService {
   private readonly logger = new Logger(DashboardService.name);
   private readonly rates = new RateHistory();
-  private readonly deadLetterCounter = new DeadLetterCounter();
 
   constructor(
     @Inject(DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
@@ -62,73 +59,48 @@ export class DashboardService {
     return { at: new Date(now).toISOString(), readOnly: this.options.readOnly, streams };
   }
 
+  /**
+   * One page of `group`'s PEL on `stream`; a partitioned stream's PELs merged oldest first, each
+   * row with its partition, `after` then `<entry id>@<partition>` (docs/operations.md "Dashboard").
+   */
   async pending(stream: string, group: string, page: PageQuery): Promise<PendingPageView> {
     this.assertKnown(stream);
     const client = this.connections.client;
-    const info = (await this.read(stream, () => client.groups(stream))).find(
-      (g) => g.name === group,
-    );
-    if (!info) throw new NotFoundException(`stream '${stream}' has no group '${group}'`);
-    const rows = await this.read(stream, () =>
-      client.pending(stream, group, {
-        start: page.after === undefined ? '-' : `(${page.after}`,
-        end: '+',
-        count: page.count,
-      }),
-    );
-    const browser = client.browser();
-    const out = new PageBudget<PendingEntryView>(page.count);
-    // bodies a chunk at a time, each turned into a preview at once: a page of large entries
-    // never sits whole in memory
-    for (let i = 0; i < rows.length && !out.done; i += BODIES_PER_READ) {
-      const chunk = rows.slice(i, i + BODIES_PER_READ);
-      const bodies = await browser.entriesByIds(
-        stream,
-        chunk.map((row) => row.entryId),
-      );
-      for (const row of chunk) {
-        const fields = bodies.get(row.entryId);
-        const shown = fields ? previewFields(fields) : undefined;
-        const consumer = cutText(row.consumer, MAX_NAME_CHARS);
-        const view = {
-          ...row,
-          consumer: consumer.text,
-          preview: shown?.text ?? null,
-          cut: consumer.cut || shown?.cut === true,
-        };
-        if (!out.add(view)) break;
+    const partitions = await this.read(stream, () => storedCountOf(client.partitions, stream));
+    const query = { count: page.count, after: this.cursorOf(page, partitions) };
+    try {
+      return await this.read(stream, () => pendingPage(client, stream, partitions, group, query));
+    } catch (err) {
+      if (err instanceof NoSuchGroup) {
+        throw new NotFoundException(`stream '${stream}' has no group '${group}'`);
       }
+      throw err;
     }
-    return { stream, group, pending: info.pending, entries: out.entries, next: out.next };
   }
 
   async deadLetters(stream: string, page: PageQuery): Promise<DeadLetterPageView> {
     this.assertKnown(stream);
     const client = this.connections.client;
-    const { entries, next } = await this.read(stream, () =>
-      readDeadLetterPage(client, this.deadLetterStreams(stream), stream, page.count, page.after),
-    );
+    // an id of the dead-letter stream: one stream, a partitioned stream's too
+    const after = this.cursorOf(page, null)?.entryId;
+    const { entries, next } = await this.read(stream, async () => {
+      const scope = await this.scopeOf(stream);
+      const sinks = this.registry.deadLetterStreamsOf(scope.stream);
+      return readDeadLetterPage(client, sinks, scope, page.count, after);
+    });
     return { stream, entries, next };
   }
 
+  /**
+   * One page of `stream`'s entries, newest first; a partitioned stream's partitions merged, each
+   * row with its partition, `after` then `<entry id>@<partition>`.
+   */
   async tail(stream: string, page: PageQuery): Promise<TailPageView> {
     this.assertKnown(stream);
     const client = this.connections.client;
-    const browser = client.browser();
-    const out = new PageBudget<TailEntryView>(page.count);
-    let end = page.after === undefined ? '+' : `(${page.after}`;
-    const length = await this.read(stream, () => client.length(stream));
-    while (!out.done) {
-      const want = Math.min(BODIES_PER_READ, page.count - out.entries.length);
-      const batch = await this.read(stream, () => browser.revRange(stream, end, '-', want));
-      for (const entry of batch) {
-        const shown = previewFields(entry.fields ?? []);
-        if (!out.add({ entryId: entry.entryId, preview: shown.text, cut: shown.cut })) break;
-      }
-      if (batch.length < want) break;
-      end = `(${batch[batch.length - 1].entryId}`;
-    }
-    return { stream, length, entries: out.entries, next: out.next };
+    const partitions = await this.read(stream, () => storedCountOf(client.partitions, stream));
+    const query = { count: page.count, after: this.cursorOf(page, partitions) };
+    return this.read(stream, () => tailPage(client, stream, partitions, query));
   }
 
   /**
@@ -185,22 +157,20 @@ export class DashboardService {
   ): Promise<StreamView> {
     const client = this.connections.client;
     try {
-      // a partitioned stream has no stream of its name: its partitions make its group rows
-      const partitioned = loops.some((l) => l.stream === stream && l.partitions)
-        ? await partitionedGroupViews(client, stream, loops)
-        : null;
-      if (partitioned) {
-        const { length, groups: views } = partitioned;
-        return {
-          stream,
-          length,
-          groups: views,
-          deadLetters: 0,
-          deadLettersExact: true,
-          entriesAdded: null,
-        };
-      }
       const [length, groups] = await Promise.all([client.length(stream), client.groups(stream)]);
+      // a partitioned stream has no stream of its name: its partitions make its rows
+      const partitions =
+        groups.length === 0 ? await storedCountOf(client.partitions, stream) : null;
+      if (partitions !== null) {
+        const sources = {
+          client,
+          leases: client.partitions,
+          letters: (name: string, count: number) =>
+            this.stats.deadLetterCounts({ asked: name, stream: name, partitions: count }),
+          rates: this.rates,
+        };
+        return await partitionedStreamView(sources, stream, partitions, loops, now);
+      }
       const counters = groups.length > 0 ? await client.browser().counters(stream) : undefined;
       const letters = groups.length > 0 ? await this.deadLetterCounts(stream) : undefined;
       const streamIn = this.rates.rateOf(`${stream}\u0000in`, counters?.entriesAdded ?? null, now);
@@ -231,7 +201,10 @@ export class DashboardService {
               since === null || since === undefined ? null : new Date(since).toISOString(),
             handler: loop?.handler ?? null,
             lastDeliveredId,
-            ...inspection,
+            consumers: inspection.consumers,
+            pending: inspection.pending,
+            lag: inspection.lag,
+            oldestPendingMs: inspection.oldestPendingMs,
             deadLetters: letters?.byGroup.get(name) ?? 0,
             totalDuplicates: loop?.totalDuplicates ?? null,
             totalStale: loop?.totalStale ?? null,
@@ -270,35 +243,32 @@ export class DashboardService {
   private async deadLetterCounts(
     stream: string,
   ): Promise<{ total: number; byGroup: Map<string, number>; exact: boolean }> {
-    const all = await Promise.all(
-      this.deadLetterStreams(stream).map((sink) =>
-        this.deadLetterCounter.count(this.connections.client, sink, stream),
-      ),
-    );
-    const byGroup = new Map<string, number>();
-    for (const counts of all) {
-      for (const [group, n] of counts.byGroup) byGroup.set(group, (byGroup.get(group) ?? 0) + n);
-    }
-    return {
-      total: all.reduce((sum, c) => sum + c.total, 0),
-      byGroup,
-      exact: all.every((c) => c.exact),
-    };
+    return this.stats.deadLetterCounts(await this.scopeOf(stream));
   }
 
   /**
-   * The dead-letter streams of `stream`: those of this app's loops on it, else `${stream}:dlq`
-   * (as `EchoStreamAdmin` reads them).
+   * Which letters `stream` names (a partition's name: the letters of that partition of its
+   * partitioned stream), as `EchoStreamAdmin` reads them.
    */
-  private deadLetterStreams(stream: string): string[] {
-    const sinks = new Set<string>();
-    for (const loop of this.registry.list()) {
-      if (loop.stream === stream && loop.deadLetterStream !== false) {
-        sinks.add(loop.deadLetterStream);
-      }
+  private scopeOf(stream: string): Promise<DeadLetterScope> {
+    return readDeadLetterScope(this.connections.client, stream);
+  }
+
+  /**
+   * `?after=` checked against the list it pages: an entry id, `<entry id>@<partition>` on a
+   * partitioned stream (`partitions` its count); anything else is a 400.
+   */
+  private cursorOf(
+    page: PageQuery,
+    partitions: number | null,
+  ): { entryId: string; partition?: number } | undefined {
+    if (page.after === undefined) return undefined;
+    try {
+      return readPageCursor(page.after, partitions);
+    } catch (err) {
+      if (err instanceof PageCursorError) throw new BadRequestException(err.message);
+      throw err;
     }
-    if (sinks.size === 0) sinks.add(`${stream}:dlq`);
-    return [...sinks];
   }
 
   /** Only streams the dashboard shows may be read or changed through it. */

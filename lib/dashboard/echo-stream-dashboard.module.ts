@@ -7,12 +7,12 @@ import {
   type NestModule,
 } from '@nestjs/common';
 import { DASHBOARD_OPTIONS } from './dashboard.constants';
-import { DashboardGateMiddleware } from './dashboard-gate.middleware';
+import { DashboardGateMiddleware } from './http/dashboard-gate.middleware';
 import type {
   EchoStreamDashboardOptions,
   ResolvedDashboardOptions,
 } from './dashboard-options.interface';
-import { mountDashboardController } from './dashboard.controller';
+import { mountDashboardController } from './http/dashboard.controller';
 import { DashboardService } from './dashboard.service';
 import { resolveDashboardOptions } from './resolve-dashboard-options';
 

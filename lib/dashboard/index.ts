@@ -1,3 +1,3 @@
 export { EchoStreamDashboardModule } from './echo-stream-dashboard.module';
 export type { EchoStreamDashboardOptions } from './dashboard-options.interface';
-export type * from './dashboard-views';
+export type * from './views/dashboard-views';

@@ -3,7 +3,7 @@ import type {
   EchoStreamDashboardOptions,
   ResolvedDashboardOptions,
 } from './dashboard-options.interface';
-import { DEFAULT_ALLOWED_HOSTS, parseAllowedHosts } from './host-check';
+import { DEFAULT_ALLOWED_HOSTS, parseAllowedHosts } from './http/host-check';
 
 const PATH = /^(\/[A-Za-z0-9._~-]+)+$/;
 

@@ -57,6 +57,16 @@ export interface OwnedPartitionInfo {
    * `null` before the first one or where the server cannot tell.
    */
   readonly lag: number | null;
+  /** The state of the partition's loop here (`starting` until it is up). */
+  readonly state: ConsumerState;
+  /** Entries the partition's loop read per second over the last 10 s. */
+  readonly tpsIn: number;
+  /** Entries the partition's loop acknowledged per second over the last 10 s. */
+  readonly tpsOut: number;
+  /** Entries the partition's loop acknowledged after their handler succeeded, since it started. */
+  readonly totalAcked: number;
+  /** Handler failures of the partition's loop since it started. */
+  readonly totalErrors: number;
 }
 
 /** One consumer of a group, as Redis reports it. */
@@ -66,7 +76,11 @@ export interface GroupConsumerInfo {
   readonly idleMs: number;
 }
 
-/** Live figures of a group, read from Redis on demand. */
+/**
+ * Live figures of a group, read from Redis on demand. On a partitioned stream (docs/partitions.md
+ * "Visible") they are its partitions' summed (`consumers`: each consumer's pending summed, its
+ * smallest idle time; `oldestPendingMs`: the oldest over the partitions), with `partitions`.
+ */
 export interface GroupInspection {
   /** Entries in the group's PEL. */
   readonly pending: number;
@@ -75,6 +89,39 @@ export interface GroupInspection {
   readonly consumers: GroupConsumerInfo[];
   /** Age (ms) of the oldest pending entry; `null` when none. */
   readonly oldestPendingMs: number | null;
-  /** Length of the dead-letter stream (0 when it does not exist). */
+  /**
+   * Length of the dead-letter stream (0 when it does not exist). On a partitioned stream: its
+   * letters in its dead-letter stream (every group's, the newest 10,000 counted at most), which
+   * its partitions' `deadLetters` split.
+   */
+  readonly deadLetters: number;
+  /**
+   * A partitioned stream: the group on each of its partitions, by partition index; absent on a
+   * plain stream.
+   * @default undefined
+   */
+  readonly partitions?: readonly PartitionInspection[];
+}
+
+/** One partition of a partitioned stream's group, as `ConsumerStats.inspect()` reads it. */
+export interface PartitionInspection {
+  readonly partition: number;
+  /** Its Redis stream, `<stream>:p:<partition>`. */
+  readonly stream: string;
+  /** The consumer holding its lease; `null` when free or expired. */
+  readonly owner: string | null;
+  /** The generation of its lease (grows on every take-over). */
+  readonly generation: number;
+  /** Ms its lease has left (0 when free or expired). */
+  readonly leaseLeftMs: number;
+  /** Entries in the partition's stream (XLEN). */
+  readonly length: number;
+  /** Entries of the partition in the group's PEL. */
+  readonly pending: number;
+  /** Entries of the partition not yet delivered to the group; `null` where the server cannot tell. */
+  readonly lag: number | null;
+  /** Age (ms) of the partition's oldest pending entry; `null` when none. */
+  readonly oldestPendingMs: number | null;
+  /** The stream's dead letters that came from this partition (every group's). */
   readonly deadLetters: number;
 }

@@ -6,7 +6,11 @@ export interface DeadLetterEntry {
   readonly entryId: string;
   /** `dlq_reason`: normally `'decode_error'` or `'max_deliveries'`; `''` when absent. */
   readonly reason: string;
-  /** `dlq_stream`: the source stream. */
+  /**
+   * `dlq_stream`: the source stream. A partitioned stream's letter names the stream itself
+   * (`orders`), also one written with its partition's name (`orders:p:3`) before this field
+   * named the stream.
+   */
   readonly stream: string;
   /** `dlq_group`: the group that dead-lettered it; `''` when absent. */
   readonly group: string;
@@ -25,6 +29,18 @@ export interface DeadLetterEntry {
   readonly id: string | undefined;
   /** The original fields (the `id` field included), without any `dlq_*` field. */
   readonly fields: Readonly<Record<string, string>>;
+  /**
+   * `dlq_partition`: the partition it came from, on a partitioned stream (for an older letter,
+   * the partition its `dlq_stream` names); absent on a plain stream.
+   * @default undefined
+   */
+  readonly partition?: number;
+  /**
+   * `dlq_key`: its partition key, on a partitioned stream (the entry's `pkey`); absent on a
+   * plain stream and on a letter written without it.
+   * @default undefined
+   */
+  readonly key?: string;
 }
 
 /** Options of `EchoStreamAdmin.redrive()`. */

@@ -9,7 +9,7 @@ export interface DeadLetterMessage {
    * (a guard or pipe of the Nest pipeline refused it).
    */
   readonly reason: DeadLetterReason;
-  /** Source stream. */
+  /** Source stream: a partitioned stream's own name (`orders`), never a partition's (`orders:p:3`). */
   readonly stream: string;
   /** Source group. */
   readonly group: string;
@@ -29,4 +29,16 @@ export interface DeadLetterMessage {
    * ends in `... [cut: N more bytes]` (docs/dead-letters.md).
    */
   readonly error: string | undefined;
+  /**
+   * The partition the entry was read from, on a partitioned stream (docs/partitions.md "Dead
+   * letters"); absent on a plain stream.
+   * @default undefined
+   */
+  readonly partition?: number;
+  /**
+   * The entry's partition key (its `pkey` field), on a partitioned stream; absent on a plain
+   * stream and for an entry without a key.
+   * @default undefined
+   */
+  readonly key?: string;
 }

@@ -55,6 +55,13 @@ export interface ArchivedEntry {
   readonly fields: Readonly<Record<string, string>>;
   /** The time of the entry id (when Redis added it). */
   readonly at: Date;
+  /**
+   * The partition it is trimmed from, for a rule on a partitioned stream (a page holds every
+   * partition's entries in entry-id order; the same entry id may be in two partitions, so an
+   * archive is idempotent on `partition` and `entryId`); absent on a plain stream.
+   * @default undefined
+   */
+  readonly partition?: number;
 }
 
 /** Options of `EchoStreamAdmin.history()`. */
@@ -95,6 +102,12 @@ export interface HistoryEntry<T = unknown> {
   readonly at: Date;
   /** Why the payload is `undefined`, when the codec failed. */
   readonly decodeError?: string;
+  /**
+   * The partition it is in, when the history is of a partitioned stream (its partitions merged
+   * in entry-id order; the same entry id may be in two partitions); absent on a plain stream.
+   * @default undefined
+   */
+  readonly partition?: number;
 }
 
 /** Handler option `consumerCleanup`. */

@@ -72,7 +72,7 @@ export interface StreamHandlerOptions {
   batch: boolean;
   /**
    * Where dead letters are copied; `false` for none.
-   * @default `${stream}:dlq`
+   * @default `<stream>:dlq`
    */
   deadLetterStream: string | false;
   /**

@@ -1,13 +1,24 @@
 import { errorText } from '../codec/codecs';
-import type { ConsumerLogger } from '../consumer/consumer.types';
-import type { LifecycleClient } from '../redis/lifecycle-client';
+import { partitionStreamOf } from '../codec/partition-key';
+import type { ConsumerLogger } from '../consumer/context/consumer-config';
+import type { LifecycleClient } from '../redis/operator/lifecycle-client';
 import { isNoGroupError } from '../redis/redis-errors';
 
 /** Everything one group's cleanup needs (no Nest types). */
 export interface ConsumerCleanupContext {
-  client: Pick<LifecycleClient, 'consumers' | 'deleteIdleConsumer' | 'touchConsumer'>;
+  client: Pick<
+    LifecycleClient,
+    'consumers' | 'deleteIdleConsumer' | 'touchConsumer' | 'partitionOwners'
+  >;
   stream: string;
   group: string;
+  /**
+   * The handler's partition count (`null`: a plain stream). Taken from its options, never read
+   * from Redis: the stored count is the same (another one fails at bootstrap), and a plain
+   * handler's touch must cost one command (100 idle handlers, docs/scale.md) and no `GET` its
+   * ACL may not grant.
+   */
+  partitions: number | null;
   /** This process's consumer name: never deleted. */
   self: string;
   /** Idle longer than this (ms) and holding nothing: deleted (`null`: cleanup off, `touch()` only). */
@@ -28,12 +39,17 @@ export class ConsumerCleanup {
 
   /**
    * Tells the group this process's consumer is alive (resets its idle time), so the cleanup of
-   * peers never takes it for a dead one while it waits for work. Never throws.
+   * peers never takes it for a dead one while it waits for work; on a partitioned stream, in each
+   * partition it holds the lease of. Never throws.
    */
   async touch(): Promise<void> {
     const { client, stream, group, self } = this.ctx;
     try {
-      await client.touchConsumer(stream, group, self);
+      const partitions = await this.partitions();
+      const mine = partitions
+        ? partitions.filter((p) => p.owner === self).map((p) => p.stream)
+        : [stream];
+      await Promise.all(mine.map((each) => client.touchConsumer(each, group, self)));
     } catch {
       // the group does not exist yet, or Redis is away: the loop logs that
     }
@@ -41,13 +57,39 @@ export class ConsumerCleanup {
 
   /** One pass; returns the names deleted. Never throws (failures are logged). */
   async run(): Promise<string[]> {
-    const { client, stream, group, self, idleMs, logger } = this.ctx;
+    const { stream, group, idleMs, logger } = this.ctx;
     const deleted: string[] = [];
     if (idleMs === null) return deleted;
+    let partitions: Array<{ stream: string; owner: string | null }> | null;
+    try {
+      partitions = await this.partitions();
+    } catch (err) {
+      logger.warn(
+        `Consumer cleanup of ${stream}/${group} failed: ${errorText(err)}; retried later`,
+      );
+      return deleted;
+    }
+    for (const { stream: each, owner } of partitions ?? [{ stream, owner: null }])
+      deleted.push(...(await this.runOn(each, owner, idleMs)));
+    return deleted;
+  }
+
+  /** The partitions of a partitioned stream with their lease holders; `null` for a plain one. */
+  private async partitions(): Promise<Array<{ stream: string; owner: string | null }> | null> {
+    const { client, stream, group, partitions: count } = this.ctx;
+    if (count === null) return null;
+    const owners = await client.partitionOwners(stream, group, count);
+    return owners.map((owner, i) => ({ stream: partitionStreamOf(stream, i), owner }));
+  }
+
+  /** One pass over the group on `stream`; `owner`, a partition's lease holder, is live. */
+  private async runOn(stream: string, owner: string | null, idleMs: number): Promise<string[]> {
+    const { client, group, self, logger } = this.ctx;
+    const deleted: string[] = [];
     try {
       const consumers = await client.consumers(stream, group);
       for (const consumer of consumers) {
-        if (consumer.name === self || consumer.idleMs < idleMs) continue;
+        if (consumer.name === self || consumer.name === owner || consumer.idleMs < idleMs) continue;
         if (consumer.pending > 0) {
           logger.debug?.(
             `Consumer cleanup of ${stream}/${group}: '${consumer.name}' is idle but holds ` +

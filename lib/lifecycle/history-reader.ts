@@ -2,7 +2,8 @@ import { brandedIdOf, decodeEntry, errorText, fieldsToRecord } from '../codec/co
 import type { StreamCodec } from '../interfaces/codec.interface';
 import type { HistoryEntry, HistoryOptions } from '../interfaces/lifecycle.interface';
 import { compareEntryIds, entryIdMs, isEntryId } from '../codec/entry-id';
-import type { LifecycleClient } from '../redis/lifecycle-client';
+import type { LifecycleClient } from '../redis/operator/lifecycle-client';
+import { MergedRange } from './merged-range';
 
 /** Entries read per XRANGE while iterating the history. */
 export const HISTORY_PAGE_SIZE = 500;
@@ -83,19 +84,47 @@ export async function* readHistory<T>(
   }
 }
 
+/**
+ * Yields the entries of `window` of a partitioned stream (docs/operations.md "History"), its
+ * partitions' `streams` merged in entry-id order (an id found in two partitions, the lower
+ * partition first), each with its `partition`; at most one page per partition in memory.
+ */
+export async function* readMergedHistory<T>(
+  client: Pick<LifecycleClient, 'range'>,
+  streams: readonly string[],
+  window: HistoryWindow,
+  codec: StreamCodec<unknown>,
+  pageSize = HISTORY_PAGE_SIZE,
+): AsyncGenerator<HistoryEntry<T>, void, undefined> {
+  const range = new MergedRange(client, streams, window.start, window.end, pageSize);
+  let left = window.count;
+  while (left > 0) {
+    const step = await range.next();
+    if (step.length === 0) return;
+    for (const { part, entry } of step) {
+      if (entry.fields === null) continue;
+      yield toHistoryEntry<T>(entry.entryId, entry.fields, codec, part);
+      if (--left === 0) return;
+    }
+  }
+}
+
 function toHistoryEntry<T>(
   entryId: string,
   flat: readonly string[],
   codec: StreamCodec<unknown>,
+  partition?: number,
 ): HistoryEntry<T> {
   const base = {
     entryId,
     id: brandedIdOf(flat) ?? entryId,
     fields: fieldsToRecord(flat),
     at: new Date(entryIdMs(entryId)),
+    ...(partition === undefined ? {} : { partition }),
   };
   try {
-    return { ...base, payload: decodeEntry(codec, flat).payload as T };
+    // a partition's `pkey` field is the module's, not the codec's
+    return { ...base, payload: decodeEntry(codec, flat, partition !== undefined).payload as T };
   } catch (err) {
     return { ...base, payload: undefined, decodeError: errorText(err) };
   }

@@ -5,3 +5,4 @@ export * from './periodic-task';
 export * from './retention-floor';
 export * from './retention-lease';
 export * from './stream-retention';
+export * from './merged-range';

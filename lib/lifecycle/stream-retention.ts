@@ -1,10 +1,12 @@
 import { brandedIdOf, errorStack, errorText, fieldsToRecord } from '../codec/codecs';
-import type { ConsumerLogger } from '../consumer/consumer.types';
+import type { ConsumerLogger } from '../consumer/context/consumer-config';
 import type { ArchivedEntry, RetentionReport } from '../interfaces/lifecycle.interface';
 import { compareEntryIds, entryIdMs, nextEntryId } from '../codec/entry-id';
-import type { LifecycleClient } from '../redis/lifecycle-client';
+import { partitionStreamOf } from '../codec/partition-key';
+import type { GroupFloorInfo, LifecycleClient } from '../redis/operator/lifecycle-client';
 import type { RawEntry } from '../redis/stream-roles';
 import type { ResolvedRetentionRule } from '../config/lifecycle-options';
+import { MergedRange, type PartEntry } from './merged-range';
 import { retentionFloor, type RetentionFloor } from './retention-floor';
 import type { RetentionLease } from './retention-lease';
 
@@ -37,12 +39,20 @@ interface Cuts {
   excess: number;
 }
 
+/** The Redis streams a rule trims: the stream, or each partition of a partitioned one. */
+interface Parts {
+  streams: string[];
+  /** Partitioned: entries carry the index of their part as `partition`. */
+  partitioned: boolean;
+}
+
 /**
  * Safe retention of one stream (docs/operations.md "Retention and archive"): each `run()` (one per
  * interval) takes the stream's lock; the holder trims from the head what the rule asks for, never
  * at or above the floor (the oldest entry some group has not acknowledged), handing each page to
- * the archive method first. Processes that do not hold the lock only refresh their report. Plain
- * TypeScript.
+ * the archive method first. Processes that do not hold the lock only refresh their report. A
+ * partitioned stream is trimmed by its name as one stream: its partitions' entries in entry-id
+ * order, `maxLen` of them all, each partition below its own floor. Plain TypeScript.
  */
 export class StreamRetention {
   private trimmedTotal = 0;
@@ -79,11 +89,13 @@ export class StreamRetention {
   async run(): Promise<void> {
     const { lease, logger } = this.ctx;
     try {
+      const parts = await this.parts();
       if (await lease.acquire()) {
-        await lease.hold(() => this.trimAsHolder());
+        await lease.hold(() => this.trimAsHolder(parts));
       } else {
         await this.observe(
-          retentionFloor(await this.ctx.client.groupFloors(this.stream), this.ignore),
+          parts,
+          (await this.groupsOf(parts)).map((groups) => this.floorOf(groups)),
         );
       }
     } catch (err) {
@@ -102,12 +114,29 @@ export class StreamRetention {
     }
   }
 
-  private async trimAsHolder(): Promise<void> {
+  /** The stream, or the partitions of a partitioned stream (its count read each run). */
+  private async parts(): Promise<Parts> {
+    const count = await this.ctx.client.partitionCount(this.stream);
+    if (count === null) return { streams: [this.stream], partitioned: false };
+    const streams = Array.from({ length: count }, (_, i) => partitionStreamOf(this.stream, i));
+    return { streams, partitioned: true };
+  }
+
+  private groupsOf(parts: Parts): Promise<GroupFloorInfo[][]> {
+    return Promise.all(parts.streams.map((stream) => this.ctx.client.groupFloors(stream)));
+  }
+
+  private floorOf(groups: readonly GroupFloorInfo[]): RetentionFloor {
+    return retentionFloor(groups, this.ignore);
+  }
+
+  private async trimAsHolder(parts: Parts): Promise<void> {
     const { client } = this.ctx;
-    const groups = await client.groupFloors(this.stream);
-    const floor = retentionFloor(groups, this.ignore);
-    const length = await client.length(this.stream);
-    if (length === 0 && groups.length === 0) {
+    const groups = await this.groupsOf(parts);
+    const floors = groups.map((each) => this.floorOf(each));
+    const lengths = await Promise.all(parts.streams.map((stream) => client.length(stream)));
+    const length = lengths.reduce((sum, n) => sum + n, 0);
+    if (length === 0 && groups.every((each) => each.length === 0)) {
       if (!this.warnedMissing) {
         this.warnedMissing = true;
         this.ctx.logger.warn(
@@ -115,11 +144,11 @@ export class StreamRetention {
         );
       }
     } else if (this.rule.maxLen === null && !this.ctx.archive) {
-      await this.trimByAge(floor);
+      await this.trimByAge(parts, floors);
     } else {
-      await this.trimByPages(floor, this.cuts(length));
+      await this.trimByPages(parts, floors, this.cuts(length));
     }
-    await this.observe(floor, true);
+    await this.observe(parts, floors, true);
   }
 
   private cuts(length: number): Cuts {
@@ -130,55 +159,93 @@ export class StreamRetention {
     };
   }
 
-  /** Age only, no archive: one exact XTRIM MINID to the lower of the age cut and the floor. */
-  private async trimByAge(floor: RetentionFloor): Promise<void> {
+  /**
+   * Age only, no archive: per stream (each partition) one exact XTRIM MINID to the lower of the
+   * age cut and its floor.
+   */
+  private async trimByAge(parts: Parts, floors: readonly RetentionFloor[]): Promise<void> {
     const { ageMinId } = this.cuts(0);
     if (ageMinId === null) return;
-    const bound =
-      floor.minId !== null && compareEntryIds(floor.minId, ageMinId) < 0 ? floor.minId : ageMinId;
-    if (!(await this.ctx.lease.renew())) return this.lostLock();
-    this.trimmedTotal += await this.ctx.client.trimBelow(this.stream, bound);
+    for (const [i, stream] of parts.streams.entries()) {
+      const floor = floors[i];
+      const bound =
+        floor.minId !== null && compareEntryIds(floor.minId, ageMinId) < 0 ? floor.minId : ageMinId;
+      if (!(await this.ctx.lease.renew())) return void this.lostLock();
+      this.trimmedTotal += await this.ctx.client.trimBelow(stream, bound);
+    }
   }
 
   /**
-   * Walks the head of the stream a page at a time: the leading entries the rule wants gone and
-   * the floor allows go to the archive method (when there is one), then are trimmed with an exact
-   * MINID just past the last of them. It stops at the first entry it must keep, on an archive
-   * throw (that page stays), or when the lock was lost.
+   * Walks the heads of the streams in entry-id order a page at a time: the oldest entries the
+   * rule wants gone (the first `excess` of them all, or older than `maxAgeMs`) that their
+   * stream's floor allows go to the archive method (when there is one), then each stream is
+   * trimmed with an exact MINID just past the last of them in it. An entry its floor keeps keeps
+   * every later one of its stream (and still counts against `excess`). It stops at the first
+   * entry the rule keeps, on an archive throw (that page stays), or when the lock was lost.
    */
-  private async trimByPages(floor: RetentionFloor, cuts: Cuts): Promise<void> {
-    const { client, lease, archive } = this.ctx;
+  private async trimByPages(
+    parts: Parts,
+    floors: readonly RetentionFloor[],
+    cuts: Cuts,
+  ): Promise<void> {
+    const range = new MergedRange(this.ctx.client, parts.streams, '-', '+', this.pageSize);
+    const held = new Set<number>();
     let excess = cuts.excess;
     for (;;) {
-      // trimmed entries are gone: the head of the stream is always the next page
-      const page = await client.range(this.stream, '-', '+', this.pageSize);
-      const take: RawEntry[] = [];
-      for (const entry of page) {
-        if (!this.wanted(entry.entryId, excess - take.length, cuts.ageMinId)) break;
-        if (floor.minId !== null && compareEntryIds(entry.entryId, floor.minId) >= 0) break;
-        take.push(entry);
-      }
-      if (take.length === 0) return;
-      const lastId = take[take.length - 1].entryId;
-      if (archive) {
-        if (!(await lease.renew())) return this.lostLock();
-        try {
-          await archive.call(take.map(toArchivedEntry));
-        } catch (err) {
-          this.ctx.logger.error(
-            `@StreamArchive ${archive.name} failed on ${take.length} entries of '${this.stream}' ` +
-              `(${take[0].entryId} .. ${lastId}): ${errorText(err)}; none of them trimmed, retried next interval`,
-            errorStack(err),
-          );
-          return;
+      const step = await range.next();
+      if (step.length === 0) return;
+      const take: PartEntry[] = [];
+      let done = false;
+      for (const each of step) {
+        const { part, entry } = each;
+        if (!this.wanted(entry.entryId, excess, cuts.ageMinId)) {
+          done = true;
+          break;
         }
+        excess--;
+        const floor = floors[part].minId;
+        if (held.has(part) || (floor !== null && compareEntryIds(entry.entryId, floor) >= 0)) {
+          held.add(part);
+          if (held.size === parts.streams.length) done = true;
+          if (done) break;
+          continue;
+        }
+        take.push(each);
       }
-      if (!(await lease.renew())) return this.lostLock();
-      const deleted = await client.trimBelow(this.stream, nextEntryId(lastId));
-      this.trimmedTotal += deleted;
-      excess -= take.length;
-      if (deleted === 0 || take.length < page.length) return;
+      if (take.length > 0 && !(await this.archiveAndTrim(parts, take))) return;
+      if (done) return;
     }
+  }
+
+  /** Archives `take` (when there is an archive method), then trims it; false: stop the run. */
+  private async archiveAndTrim(parts: Parts, take: readonly PartEntry[]): Promise<boolean> {
+    const { client, lease, archive } = this.ctx;
+    const first = take[0].entry.entryId;
+    const last = take[take.length - 1].entry.entryId;
+    if (archive) {
+      if (!(await lease.renew())) return this.lostLock();
+      try {
+        await archive.call(
+          take.map(({ part, entry }) =>
+            toArchivedEntry(entry, parts.partitioned ? part : undefined),
+          ),
+        );
+      } catch (err) {
+        this.ctx.logger.error(
+          `@StreamArchive ${archive.name} failed on ${take.length} entries of '${this.stream}' ` +
+            `(${first} .. ${last}): ${errorText(err)}; none of them trimmed, retried next interval`,
+          errorStack(err),
+        );
+        return false;
+      }
+    }
+    if (!(await lease.renew())) return this.lostLock();
+    // each stream just past the last of its entries taken: exactly what was archived
+    const lastOf = new Map<number, string>();
+    for (const { part, entry } of take) lastOf.set(part, entry.entryId);
+    for (const [part, lastId] of lastOf)
+      this.trimmedTotal += await client.trimBelow(parts.streams[part], nextEntryId(lastId));
+    return true;
   }
 
   /** True when the rule wants the entry gone (beyond the newest maxLen, or older than maxAgeMs). */
@@ -186,38 +253,54 @@ export class StreamRetention {
     return excess > 0 || (ageMinId !== null && compareEntryIds(entryId, ageMinId) < 0);
   }
 
-  private lostLock(): void {
+  /** Says the lock was lost during the run; `false`: stop the run. */
+  private lostLock(): false {
     this.ctx.logger.warn(
       `Retention of stream '${this.stream}': the lock ${this.ctx.lease.key} expired during the run ` +
         `(another process may hold it now); stopped before trimming more`,
     );
+    return false;
   }
 
   /**
    * Refreshes the report: length, oldest entry, and the group holding the floor back when the
-   * oldest entry is one the rule wants gone. The lock holder also names that group in a warning.
+   * oldest entry of a stream is one the rule wants gone (on a partitioned stream, the partition
+   * whose held entry is oldest). The lock holder also names that group in a warning.
    */
-  private async observe(floor: RetentionFloor, holder = false): Promise<void> {
+  private async observe(
+    parts: Parts,
+    floors: readonly RetentionFloor[],
+    holder = false,
+  ): Promise<void> {
     const { client } = this.ctx;
-    const [length, head] = await Promise.all([
-      client.length(this.stream),
-      client.range(this.stream, '-', '+', 1),
+    const [lengths, heads] = await Promise.all([
+      Promise.all(parts.streams.map((stream) => client.length(stream))),
+      Promise.all(parts.streams.map((stream) => client.range(stream, '-', '+', 1))),
     ]);
-    const oldest = head[0]?.entryId ?? null;
+    const length = lengths.reduce((sum, n) => sum + n, 0);
     const cuts = this.cuts(length);
-    const heldBackBy =
-      oldest !== null &&
-      floor.group !== null &&
-      floor.minId !== null &&
-      compareEntryIds(oldest, floor.minId) >= 0 &&
-      this.wanted(oldest, cuts.excess, cuts.ageMinId)
-        ? floor.group
-        : null;
-    if (holder && heldBackBy !== null) {
+    let oldest: string | null = null;
+    let held: { oldest: string; floor: RetentionFloor; stream: string } | null = null;
+    for (const [i, head] of heads.entries()) {
+      const first = head[0]?.entryId;
+      if (first === undefined) continue;
+      if (oldest === null || compareEntryIds(first, oldest) < 0) oldest = first;
+      const floor = floors[i];
+      const keeps =
+        floor.group !== null &&
+        floor.minId !== null &&
+        compareEntryIds(first, floor.minId) >= 0 &&
+        this.wanted(first, cuts.excess, cuts.ageMinId);
+      if (keeps && (held === null || compareEntryIds(first, held.oldest) < 0))
+        held = { oldest: first, floor, stream: parts.streams[i] };
+    }
+    const heldBackBy = held?.floor.group ?? null;
+    if (holder && held !== null) {
+      const where = parts.partitioned ? ` (partition stream '${held.stream}')` : '';
       this.ctx.logger.warn(
-        `Retention of stream '${this.stream}' is held back by group '${heldBackBy}': it has not ` +
-          `acknowledged entry ${floor.minId ?? '?'} yet (not delivered, or pending), so nothing from ` +
-          `there on is trimmed (length ${length}, oldest ${oldest}). If nobody reads that group any ` +
+        `Retention of stream '${this.stream}' is held back by group '${heldBackBy}'${where}: it has not ` +
+          `acknowledged entry ${held.floor.minId ?? '?'} yet (not delivered, or pending), so nothing from ` +
+          `there on is trimmed (length ${length}, oldest ${held.oldest}). If nobody reads that group any ` +
           `more, delete it or list it in ignoreGroups`,
       );
     }
@@ -225,13 +308,14 @@ export class StreamRetention {
   }
 }
 
-/** A raw entry as the archive method receives it. */
-export function toArchivedEntry(entry: RawEntry): ArchivedEntry {
+/** A raw entry as the archive method receives it (with its partition, on a partitioned stream). */
+export function toArchivedEntry(entry: RawEntry, partition?: number): ArchivedEntry {
   const fields = entry.fields ?? [];
   return {
     entryId: entry.entryId,
     id: brandedIdOf(fields) ?? entry.entryId,
     fields: fieldsToRecord(fields),
     at: new Date(entryIdMs(entry.entryId)),
+    ...(partition === undefined ? {} : { partition }),
   };
 }

@@ -10,6 +10,7 @@ import { EchoStreamOrchestrator } from '../runtime/echo-stream.orchestrator';
 import { ConsumerRegistry } from '../runtime/echo-stream.registry';
 import { StreamProducer } from '../producer/stream-producer.service';
 import { ConsumerStats } from '../stats/consumer-stats.service';
+import { ECHO_STREAM_LIFECYCLE, ECHO_STREAM_LOOP_CONTROL } from '../config/constants';
 import { EchoStreamHealthIndicator } from '../stats/echo-stream-health.indicator';
 import { HandlerPipelineFactory } from '../handlers/handler-pipeline.factory';
 import { PromClientCollectors } from '../stats/prom-client-collectors';
@@ -34,6 +35,9 @@ import { PromClientCollectors } from '../stats/prom-client-collectors';
     StreamArchiveExplorer,
     EchoStreamLifecycle,
     PromClientCollectors,
+    // the services that only start / stop the loops or read reports take them by these tokens
+    { provide: ECHO_STREAM_LOOP_CONTROL, useExisting: EchoStreamOrchestrator },
+    { provide: ECHO_STREAM_LIFECYCLE, useExisting: EchoStreamLifecycle },
   ],
   exports: [
     StreamProducer,

@@ -46,6 +46,11 @@ export function isWrongTypeError(err: unknown): boolean {
   return err instanceof Error && err.message.startsWith('WRONGTYPE');
 }
 
+/** True for a `NOPERM` reply: the ACL user may not run that command or touch that key. */
+export function isNoPermError(err: unknown): boolean {
+  return err instanceof Error && err.message.startsWith('NOPERM');
+}
+
 /** True for a `NOSCRIPT` reply: the server does not have the script of an EVALSHA (yet). */
 export function isNoScriptError(err: unknown): boolean {
   return err instanceof Error && err.message.startsWith('NOSCRIPT');

@@ -5,13 +5,25 @@
  * `DurableWrites`, the admin, stats, dashboard and CLI `StreamQueries`. A leaf: it imports types
  * only, so unit tests hand any role a small fake and the engine loads no driver through it.
  */
-import type { ConnectionMonitor } from './connection-monitor';
-import type { RawEntry } from './reply-shapes';
+import type { ConnectionMonitor } from './connection/connection-monitor';
+import type { RawEntry } from './connection/reply-shapes';
 
-export type { RawEntry } from './reply-shapes';
-export type { ConnectionMonitor } from './connection-monitor';
-import type { PartitionLeases } from './partition-roles';
-export type { LeaseRow, LeaseView, PartitionLeases } from './partition-roles';
+export type { RawEntry } from './connection/reply-shapes';
+export type { ConnectionMonitor } from './connection/connection-monitor';
+import type { PartitionLeases, PendingProbes } from './partitions/partition-roles';
+export type {
+  Browsing,
+  StreamBrowsing,
+  StreamCounters,
+  StreamKeysPage,
+} from './operator/browsing-roles';
+export type {
+  LeaseRow,
+  LeaseView,
+  PartitionLeases,
+  PendingProbeRow,
+  PendingProbes,
+} from './partitions/partition-roles';
 
 /** One row of XPENDING's extended form. */
 export interface PendingRow {
@@ -106,6 +118,19 @@ export interface LoopCommands {
     cursor: string,
     count: number,
   ): Promise<AutoClaimPage>;
+  /**
+   * `XAUTOCLAIM ... 0 <cursor> COUNT <count> JUSTID`: one page of the group's pending entries,
+   * whoever holds them, made this consumer's without a delivery (JUSTID leaves the delivery count
+   * as it is; the read that then hands them to the handler counts one). A partition's new owner
+   * takes its last owner's entries this way (docs/partitions.md "Order").
+   */
+  takeOver(
+    stream: string,
+    group: string,
+    consumer: string,
+    cursor: string,
+    count: number,
+  ): Promise<{ cursor: string; ids: string[] }>;
   pending(stream: string, group: string, query: PendingQuery): Promise<PendingRow[]>;
   /** XPENDING's summary form: how many entries the group's PEL holds (all consumers). */
   pendingCount(stream: string, group: string): Promise<number>;
@@ -144,6 +169,12 @@ export interface LoopCommands {
     perMs: number,
     want: number,
   ): Promise<RateBudgetGrant>;
+  /**
+   * Runs `send`, whose commands on this connection leave in one socket write when it returns
+   * (keyed lanes: the XACKs of many loops in one event-loop turn). Absent (a test fake): `send`
+   * just runs.
+   */
+  together?(send: () => void): void;
   /** See {@link SkipRecords.ackRecording} (`dedup`, `newerWins`). */
   ackRecording?: SkipRecords['ackRecording'];
   /** See {@link SkipRecords.readRecords} (`dedup`, `newerWins`). */
@@ -160,6 +191,14 @@ export type SkipRecord =
 /** What a skip filter asks: was this branded id acked, which is the newest id of this entity. */
 export type SkipQuery = { kind: 'acked'; id: string } | { kind: 'newest'; key: string };
 
+/** What {@link SkipRecords.ackRecording} answers. */
+export interface AckRecordingReply {
+  /** How many entries XACK acknowledged. */
+  readonly acked: number;
+  /** The records of its look-up, in the order asked: the branded id held, `null` for none. */
+  readonly found: Array<string | null>;
+}
+
 /**
  * The records behind `dedup` and `newerWins` (docs/delivery.md "Duplicates and stale replays"),
  * kept in the stream's hash slot.
@@ -167,7 +206,8 @@ export type SkipQuery = { kind: 'acked'; id: string } | { kind: 'newest'; key: s
 export interface SkipRecords {
   /**
    * XACK of `ids` and `records` in one atomic script call (EVALSHA, EVAL on NOSCRIPT): a record
-   * is written with its entry's ack, never without it. Returns how many XACK acknowledged.
+   * is written with its entry's ack, never without it. The records `lookUp` asks for are read in
+   * the same call, after the writes (the look-up of the next read riding with this ack).
    */
   ackRecording(
     stream: string,
@@ -175,7 +215,8 @@ export interface SkipRecords {
     ids: readonly string[],
     records: readonly SkipRecord[],
     along?: readonly AlongAck[],
-  ): Promise<number>;
+    lookUp?: readonly SkipQuery[],
+  ): Promise<AckRecordingReply>;
   /** The records asked for, in one MGET: the branded id held, `null` for none. */
   readRecords(
     stream: string,
@@ -316,15 +357,21 @@ export interface PauseTarget {
   readonly group: string;
 }
 
+/** Stops a listener (`void`: the source keeps none, nothing to stop). */
+export type Unlisten = (() => void) | void;
+
 /** The client's own connection: its state, its reconnects, its end. */
 export interface ClientLink {
-  /** Calls `listener` each time the connection is (re)established and ready. */
-  onReconnect?(listener: () => void): void;
+  /**
+   * Calls `listener` each time the connection is (re)established and ready; returns what stops
+   * it (a loop that stops on a shared connection must not stay listening).
+   */
+  onReconnect?(listener: () => void): Unlisten;
   /**
    * Calls `listener` each time a Cluster's slot map changed (a replica promoted, a slot moved);
-   * never on one node.
+   * never on one node. Returns what stops it.
    */
-  onTopologyChange?(listener: () => void): void;
+  onTopologyChange?(listener: () => void): Unlisten;
   /** Why the connection is down, if it is; lets a caller wait for it instead of queueing. */
   readonly link?: ConnectionMonitor;
   close(): Promise<void>;
@@ -343,41 +390,6 @@ export interface StreamsClient
   readonly checkpoints?: EntryCheckpoints;
   /** Partition counts and leases (docs/partitions.md); a client without it cannot partition. */
   readonly partitions?: PartitionLeases;
-}
-
-/** One page of stream keys found by `SCAN ... TYPE stream`. */
-export interface StreamKeysPage {
-  /** The cursor for the next call; `'0'` once the whole keyspace was scanned. */
-  cursor: string;
-  keys: string[];
-}
-
-/** The stream's `entries-added` and each group's `entries-read` (XINFO; `null` where not reported). */
-export interface StreamCounters {
-  entriesAdded: number | null;
-  entriesRead: Map<string, number | null>;
-}
-
-/**
- * The read-only commands the dashboard and the CLI need beyond `StreamQueries`: newest-first reads,
- * entries by id, reads without a group, the stream counters, the keyspace's stream keys, a key's type.
- */
-export interface StreamBrowsing {
-  /** XREVRANGE `stream` `end` `start` COUNT `count`: newest first; `end` may be exclusive (`'(1-0'`). */
-  revRange(stream: string, end: string, start: string, count: number): Promise<RawEntry[]>;
-  /** The entries with ids `ids` (ascending); an id the stream no longer holds maps to `null`. */
-  entriesByIds(stream: string, ids: readonly string[]): Promise<Map<string, string[] | null>>;
-  /** XREAD BLOCK (no group): entries after `afterId`, waiting up to `blockMs` for the first. */
-  readAfter(stream: string, afterId: string, blockMs: number, count: number): Promise<RawEntry[]>;
-  /** XINFO STREAM `entries-added` and XINFO GROUPS `entries-read`. */
-  counters(stream: string): Promise<StreamCounters>;
-  /** One SCAN step over keys of type stream. */
-  scanStreams(cursor: string, count: number): Promise<StreamKeysPage>;
-  /** TYPE of `key`: `'none'` when it does not exist. */
-  keyType(key: string): Promise<string>;
-}
-
-/** A client that also browses (the dashboard's and the CLI's): `browser()` on the same link. */
-export interface Browsing {
-  browser(): StreamBrowsing;
+  /** Many PELs in one script call (partition loops); without it each loop sweeps on its own. */
+  readonly pendingProbes?: PendingProbes;
 }

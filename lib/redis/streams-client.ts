@@ -1,20 +1,21 @@
-import { isCluster, keySlot, type RedisConnection } from './cluster-routing';
-import { CommandLink, DEFAULT_COMMAND_DEADLINE_MS } from './command-link';
-import type { ConnectionMonitor } from './connection-monitor';
-import { RedisLifecycleClient, type LifecycleClient } from './lifecycle-client';
-import { RedisLoopCommands } from './loop-commands';
-import { RedisEntryCheckpoints } from './entry-checkpoints';
-import { RedisGroupPauses } from './group-pauses';
-import { ParkedReads } from './parked-reads';
-import { RedisPartitionLeases } from './partition-leases';
+import { isCluster, keySlot, type RedisConnection } from './connection/cluster-routing';
+import { CommandLink, DEFAULT_COMMAND_DEADLINE_MS } from './connection/command-link';
+import type { ConnectionMonitor } from './connection/connection-monitor';
+import { RedisLifecycleClient, type LifecycleClient } from './operator/lifecycle-client';
+import { RedisLoopCommands } from './loop/loop-commands';
+import { RedisEntryCheckpoints } from './loop/entry-checkpoints';
+import { RedisGroupPauses } from './loop/group-pauses';
+import { ParkedReads } from './loop/parked-reads';
+import { RedisPartitionLeases } from './partitions/partition-leases';
+import { RedisPendingProbes } from './loop/pending-probes';
 import {
   createConnection,
   type ConnectionPurpose,
   type ConnectionTarget,
-} from './redis-connection.factory';
-import { StreamBrowser } from './stream-browser';
-import { TopologyWatch } from './topology-watch';
-import { RedisStreamQueries } from './stream-queries';
+} from './connection/redis-connection.factory';
+import { StreamBrowser } from './operator/stream-browser';
+import { TopologyWatch } from './connection/topology-watch';
+import { RedisStreamQueries } from './operator/stream-queries';
 import type {
   BlockingReads,
   Browsing,
@@ -25,8 +26,8 @@ import type {
   StreamsClient,
   StreamWrites,
 } from './stream-roles';
-import type { IdempotentWrites } from './idempotent-roles';
-import { RedisStreamWrites } from './stream-writes';
+import type { IdempotentWrites } from './publish/idempotent-roles';
+import { RedisStreamWrites } from './publish/stream-writes';
 
 // The names this file exported before the Redis layer was cut by role, kept so importers move at
 // their own pace: the roles and their data (stream-roles.ts), the error predicates
@@ -51,10 +52,10 @@ export type {
   StreamWrites,
   WriteItem,
 } from './stream-roles';
-export { parseEntry } from './reply-shapes';
+export { parseEntry } from './connection/reply-shapes';
 export { isNoGroupError, isReplyError, isWrongTypeError, RedisDeadlineError } from './redis-errors';
-export { withDeadline } from './command-link';
-export { isCluster, keySlot, type RedisConnection } from './cluster-routing';
+export { withDeadline } from './connection/command-link';
+export { isCluster, keySlot, type RedisConnection } from './connection/cluster-routing';
 
 /** How {@link RedisStreamsClient.open} sets up the client beside its connection. */
 export interface OpenStreamsClientOptions {
@@ -103,7 +104,10 @@ export class RedisStreamsClient
   readonly checkpoints: RedisEntryCheckpoints;
   /** Partition counts and leases (docs/partitions.md), on this link. */
   readonly partitions: RedisPartitionLeases;
+  /** The PELs of many partition streams in one script call per slot, on this link. */
+  readonly pendingProbes: RedisPendingProbes;
   private readonly reconnectListeners = new Set<() => void>();
+  private listeningForReady = false;
   /** On a Cluster, once a loop listens: tells when the slot map changed. */
   private topology: TopologyWatch | undefined;
   /** Why the connection is down, if it is: command errors name the cause and the address. */
@@ -128,6 +132,7 @@ export class RedisStreamsClient
     this.pauses = new RedisGroupPauses(this.commandLink, isCluster(redis));
     this.checkpoints = new RedisEntryCheckpoints(this.commandLink);
     this.partitions = new RedisPartitionLeases(this.commandLink);
+    this.pendingProbes = new RedisPendingProbes(this.commandLink, isCluster(redis));
   }
 
   /**
@@ -147,19 +152,22 @@ export class RedisStreamsClient
     );
   }
 
-  onReconnect(listener: () => void): void {
+  onReconnect(listener: () => void): () => void {
     // one 'ready' listener however many loops share this client (no MaxListeners warning)
-    if (this.reconnectListeners.size === 0)
+    if (!this.listeningForReady) {
+      this.listeningForReady = true;
       this.redis.on('ready', () => {
-        for (const each of this.reconnectListeners) each();
+        for (const each of [...this.reconnectListeners]) each();
       });
+    }
     this.reconnectListeners.add(listener);
+    return () => this.reconnectListeners.delete(listener);
   }
 
-  onTopologyChange(listener: () => void): void {
-    if (!isCluster(this.redis)) return; // one node: no slot map to change
+  onTopologyChange(listener: () => void): () => void {
+    if (!isCluster(this.redis)) return () => undefined; // one node: no slot map to change
     this.topology ??= new TopologyWatch(this.redis);
-    this.topology.onChange(listener);
+    return this.topology.onChange(listener);
   }
 
   /**
@@ -177,7 +185,7 @@ export class RedisStreamsClient
 
   /** The commands of retention, archive, history and consumer cleanup, on this link. */
   lifecycle(): LifecycleClient {
-    return new RedisLifecycleClient(this.commandLink, this.queries);
+    return new RedisLifecycleClient(this.commandLink, this.queries, this.partitions);
   }
 
   /** How many listeners the connection has for `event` (a leak check for the specs). */
@@ -205,8 +213,16 @@ export class RedisStreamsClient
     return this.commands.ack(...args);
   }
 
+  together(send: () => void): void {
+    this.commandLink.together(send);
+  }
+
   autoClaim(...args: Args<StreamsClient['autoClaim']>) {
     return this.commands.autoClaim(...args);
+  }
+
+  takeOver(...args: Args<StreamsClient['takeOver']>) {
+    return this.commands.takeOver(...args);
   }
 
   pending(...args: Args<StreamsClient['pending']>) {

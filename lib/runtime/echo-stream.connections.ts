@@ -3,9 +3,9 @@ import { errorText } from '../codec/codecs';
 import { ECHO_STREAM_OPTIONS } from '../config/constants';
 import type { ResolvedModuleOptions } from '../config/module-options';
 import type { RedisLinkStatus } from '../interfaces/redis-link-status.interface';
-import type { ConnectionMonitor } from '../redis/connection-monitor';
-import { OutageReporter } from '../redis/outage-reporter';
-import type { ConnectionPurpose } from '../redis/redis-connection.factory';
+import type { ConnectionMonitor } from '../redis/connection/connection-monitor';
+import { OutageReporter } from '../redis/connection/outage-reporter';
+import type { ConnectionPurpose } from '../redis/connection/redis-connection.factory';
 import { RedisStreamsClient } from '../redis/streams-client';
 
 /**

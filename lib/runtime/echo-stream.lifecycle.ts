@@ -21,7 +21,8 @@ import { PeriodicTask } from '../lifecycle/periodic-task';
 import { RetentionLease } from '../lifecycle/retention-lease';
 import { StreamRetention } from '../lifecycle/stream-retention';
 import { LIFECYCLE_DEFAULTS } from '../config/lifecycle-options';
-import type { LifecycleClient } from '../redis/lifecycle-client';
+import type { LifecycleClient } from '../redis/operator/lifecycle-client';
+import { retentionLockKey } from '../redis/package-keys';
 
 /** The retention lock lives at least this long (ms), so a busy event loop does not lose it. */
 const MIN_LOCK_TTL_MS = 5000;
@@ -37,11 +38,6 @@ interface CleanupPlan {
   /** How often idle consumers are deleted (`null`: cleanup off). */
   cleanupIntervalMs: number | null;
   plan: Omit<ConsumerCleanupContext, 'client'>;
-}
-
-/** The key of a stream's retention lock. */
-export function retentionLockKey(stream: string): string {
-  return `echo-stream:retention-lock:${stream}`;
 }
 
 /**
@@ -186,6 +182,7 @@ export class EchoStreamLifecycle
         plan: {
           stream: handler.stream,
           group: handler.group,
+          partitions: handler.resolved.partitions,
           self: this.options.consumerName,
           idleMs,
           logger: new Logger(`${handler.stream}/${handler.group}`),

@@ -7,11 +7,16 @@ import {
 } from '@nestjs/common';
 import { errorText } from '../codec/codecs';
 import type { ResolvedHandlerOptions } from '../config/handler-definitions';
-import type { DeadLetterSink, EntryHandler } from '../consumer/consumer.types';
-import { PauseWatchPool } from '../consumer/pause-watch';
-import { SharedReadPool } from '../consumer/shared-read-pool';
-import { PartitionedConsumer } from '../consumer/partitioned-consumer';
-import { StreamConsumer } from '../consumer/stream-consumer';
+import type { DeadLetterSink, EntryHandler } from '../consumer/context/consumer-config';
+import { PauseWatchPool } from '../consumer/read/pause-watch';
+import { SharedReadPool } from '../consumer/read/shared-read-pool';
+import { PartitionedConsumer } from '../consumer/loop/partitioned-consumer';
+import {
+  appPartitionLinks,
+  OwnPartitionLinks,
+  type PartitionLinks,
+} from '../consumer/partitions/partition-links';
+import { StreamConsumer } from '../consumer/loop/stream-consumer';
 import { EchoStreamConnections } from './echo-stream.connections';
 import { ECHO_STREAM_OPTIONS } from '../config/constants';
 import type { DeadLetterDefinition, HandlerDefinition } from '../config/handler-definitions';
@@ -186,8 +191,7 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
         stopTimeoutMs: this.options.shutdownTimeoutMs,
         leases: this.connections.client.partitions,
         queries: this.connections.client,
-        pauses: this.connections.client.pauses,
-        openClient: () => this.connections.createLoopClient(),
+        links: this.partitionLinks(definition),
       });
     return new StreamConsumer({
       ...common,
@@ -199,6 +203,23 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
             ownsClient: false,
           }
         : { client: this.connections.createLoopClient() }),
+    });
+  }
+
+  /**
+   * The connections of a partitioned handler's loops: the app's shared ones (`sharedReads`), else
+   * a commands connection and a read of its own, whatever its partition count.
+   */
+  private partitionLinks({ stream, group }: HandlerDefinition): PartitionLinks {
+    if (this.shared) return appPartitionLinks(this.shared, group, stream);
+    return new OwnPartitionLinks({
+      stream,
+      group,
+      consumer: this.options.consumerName,
+      openCommandsClient: () => this.connections.createLoopClient(),
+      openReadClient: () => this.connections.createReadClient(),
+      partitionOf: (partitionStream) => this.connections.readPartitionOf(partitionStream),
+      warn: (text) => this.logger.warn(text),
     });
   }
 

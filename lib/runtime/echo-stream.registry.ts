@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import type { PartitionedConsumer } from '../consumer/partitioned-consumer';
-import type { StreamConsumer } from '../consumer/stream-consumer';
+import { deadLetterStreamOf } from '../codec/dead-letter-fields';
+import type { PartitionedConsumer } from '../consumer/loop/partitioned-consumer';
+import type { StreamConsumer } from '../consumer/loop/stream-consumer';
 
 /** A running handler: one loop on a plain stream, or the partitions a process owns of a partitioned one. */
 export type ConsumerLoop = StreamConsumer | PartitionedConsumer;
@@ -20,6 +21,19 @@ export class ConsumerRegistry {
 
   find(stream: string, group: string): ConsumerLoop | undefined {
     return this.consumers.find((c) => c.stream === stream && c.group === group);
+  }
+
+  /**
+   * Where the dead letters of `stream` (and `group`) are: the dead-letter streams this app's loops
+   * of it copy to, else (no loop, or every one with `deadLetterStream: false`) `<stream>:dlq`.
+   */
+  deadLetterStreamsOf(stream: string, group?: string): string[] {
+    const sinks = new Set<string>();
+    for (const loop of this.consumers) {
+      if (loop.stream !== stream || (group !== undefined && loop.group !== group)) continue;
+      if (loop.deadLetterStream !== false) sinks.add(loop.deadLetterStream);
+    }
+    return sinks.size > 0 ? [...sinks] : [deadLetterStreamOf(stream)];
   }
 
   /** Forgets the given loops (those a stop took down; a loop started meanwhile stays). */

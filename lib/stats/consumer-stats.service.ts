@@ -1,12 +1,19 @@
-import { Injectable, Logger, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { errorText } from '../codec/codecs';
 import { EchoStreamConnections } from '../runtime/echo-stream.connections';
-import { EchoStreamLifecycle } from '../runtime/echo-stream.lifecycle';
+import { ECHO_STREAM_LIFECYCLE } from '../config/constants';
+import type { EchoStreamLifecycle } from '../runtime/echo-stream.lifecycle';
 import { ConsumerRegistry } from '../runtime/echo-stream.registry';
 import type { ConsumerSnapshot, GroupInspection } from '../interfaces/consumer-snapshot.interface';
 import type { RedisLinkStatus } from '../interfaces/redis-link-status.interface';
+import type { PartitionLeases } from '../redis/stream-roles';
 import type { RetentionReport } from '../interfaces/lifecycle.interface';
 import { entryIdMs } from '../codec/entry-id';
+import { deadLetterStreamOf } from '../codec/dead-letter-fields';
+import { partitionNameOf } from '../codec/partition-key';
+import type { DeadLetterScope } from '../codec/dead-letter-scope';
+import { DeadLetterCounter, sumCounts, type DeadLetterCounts } from './dead-letter-counter';
+import { inspectPartitioned, storedCountOf } from './partitioned-inspection';
 import { groupKey, renderPrometheus, type MetricFigures } from './prometheus';
 
 /** The group gauges of `prometheus()` are refreshed from Redis at most this often. */
@@ -24,11 +31,14 @@ export class ConsumerStats {
   private readonly inspections = new Map<string, GroupInspection>();
   private refreshing: Promise<void> | null = null;
   private refreshedAt = 0;
+  private readonly deadLetterCounter = new DeadLetterCounter();
 
   constructor(
     private readonly registry: ConsumerRegistry,
     private readonly connections: EchoStreamConnections,
-    @Optional() private readonly lifecycle?: EchoStreamLifecycle,
+    @Optional()
+    @Inject(ECHO_STREAM_LIFECYCLE)
+    private readonly lifecycle?: Pick<EchoStreamLifecycle, 'report' | 'reports'>,
   ) {}
 
   /**
@@ -71,7 +81,11 @@ export class ConsumerStats {
    *   `XPENDING stream group - + 1`) since the entry was ADDED to the stream, i.e. now minus the
    *   ms part of its entry id (not since its last delivery); `null` when nothing is pending;
    * - `deadLetters`: XLEN of the dead-letter stream (the loop's `deadLetterStream` when this app
-   *   runs a loop for the group, else `${stream}:dlq`; 0 when it does not exist or is `false`).
+   *   runs a loop for the group, else `<stream>:dlq`; 0 when it does not exist or is `false`).
+   *
+   * A partitioned stream (docs/partitions.md "Visible") is asked by its own name: its partitions'
+   * figures summed, each partition's in `partitions` (with its lease), and `deadLetters` its
+   * letters counted, split per partition.
    *
    * A group (or stream) that does not exist reads as `pending: 0, lag: null, consumers: [],
    * oldestPendingMs: null`.
@@ -119,15 +133,67 @@ export class ConsumerStats {
       .finally(() => (this.refreshing = null));
   }
 
+  /**
+   * The dead letters of `scope` in the dead-letter streams of its stream (and group), counted by
+   * group and partition (the newest 10,000 of each at most; read again only when a dead-letter
+   * stream changed).
+   * @internal not part of the API: the dashboard's counts.
+   */
+  async deadLetterCounts(scope: DeadLetterScope, group?: string): Promise<DeadLetterCounts> {
+    const client = this.connections.client;
+    const sinks = this.registry.deadLetterStreamsOf(scope.stream, group);
+    return sumCounts(
+      await Promise.all(sinks.map((sink) => this.deadLetterCounter.count(client, sink, scope))),
+    );
+  }
+
+  /**
+   * XLEN of `deadLetterStream`; for a partition's stream (`orders:p:3`, no loop of its own), the
+   * letters of that partition in its partitioned stream's dead-letter stream, counted.
+   */
+  private async deadLettersOf(stream: string, deadLetterStream: string): Promise<number> {
+    const client = this.connections.client;
+    const leases: PartitionLeases | undefined = client.partitions;
+    const named = leases && partitionNameOf(stream);
+    if (leases && named && deadLetterStream === deadLetterStreamOf(stream)) {
+      const count = await storedCountOf(leases, named.stream);
+      if (count !== null && named.index < count) {
+        const scope = {
+          asked: stream,
+          stream: named.stream,
+          partitions: count,
+          partition: named.index,
+        };
+        return (await this.deadLetterCounts(scope)).total;
+      }
+    }
+    return client.length(deadLetterStream);
+  }
+
   private async readInspection(stream: string, group: string): Promise<GroupInspection> {
     const client = this.connections.client;
-    const deadLetterStream = this.registry.find(stream, group)?.deadLetterStream ?? `${stream}:dlq`;
+    const deadLetterStream =
+      this.registry.find(stream, group)?.deadLetterStream ?? deadLetterStreamOf(stream);
     const [groups, deadLetters] = await Promise.all([
       client.groups(stream),
-      deadLetterStream === false ? Promise.resolve(0) : client.length(deadLetterStream),
+      deadLetterStream === false
+        ? Promise.resolve(0)
+        : this.deadLettersOf(stream, deadLetterStream),
     ]);
     const info = groups.find((g) => g.name === group);
-    if (!info) return { pending: 0, lag: null, consumers: [], oldestPendingMs: null, deadLetters };
+    if (!info) {
+      // no such group on a stream of that name: a partitioned stream has none of its name
+      const leases: PartitionLeases | undefined = client.partitions;
+      const count = leases && groups.length === 0 ? await storedCountOf(leases, stream) : null;
+      if (leases && count !== null) {
+        const letters =
+          deadLetterStream === false
+            ? null
+            : await this.deadLetterCounts({ asked: stream, stream, partitions: count }, group);
+        return inspectPartitioned(client, leases, stream, group, count, letters);
+      }
+      return { pending: 0, lag: null, consumers: [], oldestPendingMs: null, deadLetters };
+    }
     const [consumers, oldest] = await Promise.all([
       client.consumers(stream, group),
       info.pending > 0

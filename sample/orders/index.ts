@@ -1,6 +1,4 @@
-export { DeadLettersHandler, type RecentDeadLetter } from './dead-letters.handler';
-export { ORDERS_STREAM, parseOrder, type Order } from './order';
-export { OrderLedger } from './order-ledger.service';
+export { ORDERS_STREAM, parseOrder, type Order, type OrderRequest } from './order';
 export { OrdersArchiveHandler } from './orders-archive.handler';
 export { OrdersController } from './orders.controller';
 export { OrdersHandler } from './orders.handler';

@@ -28,12 +28,21 @@ export function parseUncheckedOrder(body: unknown): Record<string, unknown> {
   return body as Record<string, unknown>;
 }
 
+/** A `POST /orders` body: the order, and the caller's own id for it when it has one. */
+export interface OrderRequest {
+  order: Order;
+  /** Published as the entry's branded id: a retry of the same order carries the same one. */
+  id: string | undefined;
+}
+
+const ORDER_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
 /** Checks a `POST /orders` body; throws 400 with what is wrong. */
-export function parseOrder(body: unknown): Order {
+export function parseOrder(body: unknown): OrderRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new BadRequestException('the body must be a JSON object like {"sku":"A-1","qty":2}');
   }
-  const { sku, qty, poison } = body as Record<string, unknown>;
+  const { sku, qty, poison, id } = body as Record<string, unknown>;
   if (typeof sku !== 'string' || sku.length === 0 || sku.length > 64) {
     throw new BadRequestException('sku must be a string of 1 to 64 characters');
   }
@@ -43,5 +52,8 @@ export function parseOrder(body: unknown): Order {
   if (poison !== undefined && typeof poison !== 'boolean') {
     throw new BadRequestException('poison must be a boolean when given');
   }
-  return poison ? { sku, qty, poison } : { sku, qty };
+  if (id !== undefined && (typeof id !== 'string' || !ORDER_ID.test(id))) {
+    throw new BadRequestException('id must be 1 to 64 letters, digits, ., _, : or - when given');
+  }
+  return { order: poison ? { sku, qty, poison } : { sku, qty }, id };
 }

@@ -3,7 +3,10 @@ import { Body, Controller, HttpCode, Post } from '@nestjs/common';
 import { StreamProducer, type PublishReceipt } from '../../lib';
 import { ORDERS_STREAM, parseOrder, parseUncheckedOrder } from './order';
 
-/** `POST /orders {"sku":"A-1","qty":2}` publishes an order; 202 with its branded id. */
+/**
+ * `POST /orders {"sku":"A-1","qty":2}` publishes an order; 202 with its branded id. With
+ * `"id":"co-1234"` (the checkout's own order id) the order is published under that id.
+ */
 @Controller('orders')
 export class OrdersController {
   constructor(private readonly producer: StreamProducer) {}
@@ -11,7 +14,11 @@ export class OrdersController {
   @Post()
   @HttpCode(202)
   publish(@Body() body: unknown): Promise<PublishReceipt> {
-    return this.producer.publish(ORDERS_STREAM, parseOrder(body), { maxLen: 100_000 });
+    const { order, id } = parseOrder(body);
+    // A plain publish: a checkout that timed out and posts the order again writes it twice
+    // under its id, as a foreign producer's retry would; billing's and shipping's `dedup` skip
+    // the second. (The ledger's movements are made idempotent at the write instead.)
+    return this.producer.publish(ORDERS_STREAM, order, { id, maxLen: 100_000 });
   }
 
   /**

@@ -4,14 +4,15 @@ import { Ctx, Payload, StreamHandler, type StreamMessage } from '../../lib';
 import { SampleConfig } from '../config';
 import { ORDERS_STREAM } from './order';
 import { OrderDto } from './order.dto';
-import { OrderLedger } from './order-ledger.service';
 import { StreamLoggingInterceptor } from './stream-logging.interceptor';
 
 /**
- * Billing: charges each order once. Fails at random (`FAILURE_RATE`) to show retries: a failed
- * entry stays pending and comes back after 0.5 s, then 1 s (the `retry` policy), with `attempts`
- * + 1 (the page's "Retrying" column shows those waiting). A poison order fails every time and is
- * dead-lettered when its 3rd delivery fails.
+ * Billing: charges each order once. `dedup: true`: an order whose branded id billing acked
+ * already (posted twice by a checkout that timed out) is acked without calling this method; the
+ * dashboard's Skipped column and the page count it. Fails at random (`FAILURE_RATE`) to show
+ * retries: a failed entry stays pending and comes back after 0.5 s, then 1 s (the `retry`
+ * policy), with `attempts` + 1. A poison order fails every time and is dead-lettered when its
+ * 3rd delivery fails.
  * The payload arrives as a validated {@link OrderDto}: a malformed order (published as-is by
  * `POST /orders/unchecked`, or by another service) is dead-lettered at once as `rejected`.
  */
@@ -19,13 +20,13 @@ import { StreamLoggingInterceptor } from './stream-logging.interceptor';
 @UseInterceptors(StreamLoggingInterceptor)
 export class OrdersHandler {
   private readonly logger = new Logger(OrdersHandler.name);
+  /** Orders this process charged. */
+  charged = 0;
 
-  constructor(
-    private readonly config: SampleConfig,
-    private readonly ledger: OrderLedger,
-  ) {}
+  constructor(private readonly config: SampleConfig) {}
 
   @StreamHandler(ORDERS_STREAM, 'billing', {
+    dedup: true,
     maxDeliveries: 3,
     minIdleMs: 3000,
     blockMs: 2000,
@@ -39,16 +40,12 @@ export class OrdersHandler {
     if (payload.poison) {
       throw new Error(`poison order ${id}: refused on every delivery (attempt ${attempts})`);
     }
-    if (this.ledger.seen(id)) {
-      this.logger.log(`order ${id} was charged already: skipping the duplicate delivery`);
-      return;
-    }
     if (Math.random() < this.config.failureRate) {
       throw new Error(
         `simulated failure charging order ${id} (FAILURE_RATE=${this.config.failureRate}, attempt ${attempts})`,
       );
     }
-    this.ledger.record(id);
+    this.charged++;
     this.logger.log(
       `handled order ${id}: ${payload.qty} x ${payload.sku} (entry ${message.entryId}, attempt ${attempts})`,
     );

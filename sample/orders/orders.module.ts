@@ -1,21 +1,13 @@
 import { Module } from '@nestjs/common';
-import { DeadLettersHandler } from './dead-letters.handler';
-import { OrderLedger } from './order-ledger.service';
 import { OrdersArchiveHandler } from './orders-archive.handler';
 import { OrdersController } from './orders.controller';
 import { OrdersHandler } from './orders.handler';
 import { ShippingHandler } from './shipping.handler';
 
-/** Publishing, billing, shipping and the dead letters of the orders stream. */
+/** Publishing, billing, shipping and the archive of the orders stream. */
 @Module({
   controllers: [OrdersController],
-  providers: [
-    OrderLedger,
-    OrdersHandler,
-    ShippingHandler,
-    DeadLettersHandler,
-    OrdersArchiveHandler,
-  ],
-  exports: [OrderLedger, DeadLettersHandler],
+  providers: [OrdersHandler, ShippingHandler, OrdersArchiveHandler],
+  exports: [OrdersHandler],
 })
 export class OrdersModule {}

@@ -1,15 +1,17 @@
 import { Controller, Get, Header } from '@nestjs/common';
-import { register } from 'prom-client';
+import { Registry, register } from 'prom-client';
 
 /**
- * `GET /metrics` (Prometheus text format): prom-client's default registry, where
- * EchoStreamModule's `metrics` option put its metrics beside Node's (NodeMetrics).
+ * `GET /metrics` (Prometheus text format): the app's prom-client registry (the default one),
+ * where EchoStreamModule's `metrics` option put its metrics beside Node's (NodeMetrics).
  */
 @Controller()
 export class MetricsController {
+  constructor(private readonly registry: Registry) {}
+
   @Get('metrics')
   @Header('Content-Type', register.contentType)
   metrics(): Promise<string> {
-    return register.metrics();
+    return this.registry.metrics();
   }
 }

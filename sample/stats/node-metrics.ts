@@ -1,9 +1,9 @@
 import { Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { collectDefaultMetrics, register } from 'prom-client';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 
 /**
- * Node's default metrics (process CPU and memory, heap, event loop lag, GC) in prom-client's
- * default registry, beside the ones EchoStreamModule registers there (its `metrics` option).
+ * Node's default metrics (process CPU and memory, heap, event loop lag, GC) in the app's
+ * prom-client registry, beside the ones EchoStreamModule registers there (its `metrics` option).
  * Removed again at shutdown, as the module removes its own, so an app created after this one in
  * the same process (tests) starts from a clean registry.
  */
@@ -11,17 +11,19 @@ import { collectDefaultMetrics, register } from 'prom-client';
 export class NodeMetrics implements OnModuleInit, OnApplicationShutdown {
   private names: string[] = [];
 
+  constructor(private readonly registry: Registry) {}
+
   onModuleInit(): void {
-    const before = new Set(register.getMetricsAsArray().map((m) => m.name));
-    collectDefaultMetrics({ register });
-    this.names = register
+    const before = new Set(this.registry.getMetricsAsArray().map((m) => m.name));
+    collectDefaultMetrics({ register: this.registry });
+    this.names = this.registry
       .getMetricsAsArray()
       .map((m) => m.name)
       .filter((name) => !before.has(name));
   }
 
   onApplicationShutdown(): void {
-    for (const name of this.names) register.removeSingleMetric(name);
+    for (const name of this.names) this.registry.removeSingleMetric(name);
     this.names = [];
   }
 }

@@ -8,7 +8,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { RedisCluster } from '../support/redis-cluster';
 import { waitFor } from '../support/wait-for';
 import type { RedisServer } from '../support/redis-server';
-import { createConnection } from '../../lib/redis/redis-connection.factory';
+import { createConnection } from '../../lib/redis/connection/redis-connection.factory';
 import { RedisStreamsClient, type RedisConnection } from '../../lib/redis/streams-client';
 
 let cluster: RedisCluster;

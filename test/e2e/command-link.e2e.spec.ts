@@ -1,5 +1,5 @@
 /**
- * The one deadline rule of the Redis layer (lib/redis/command-link.ts), on a real redis-server
+ * The one deadline rule of the Redis layer (lib/redis/connection/command-link.ts), on a real redis-server
  * behind a TCP proxy that loses a reply on demand (the request reaches Redis, the answer never
  * comes back: a command outlives its deadline on a link that looks alive). A late reply rejects
  * with RedisDeadlineError, notes a `timeout` on the monitor and replaces the connection; an answer
@@ -7,9 +7,9 @@
  * lifecycle client (retention, cleanup, history) goes by the same rule on the link it shares.
  */
 import { Redis } from 'ioredis';
-import { CommandLink } from '../../lib/redis/command-link';
-import type { RedisConnection } from '../../lib/redis/cluster-routing';
-import { createConnection } from '../../lib/redis/redis-connection.factory';
+import { CommandLink } from '../../lib/redis/connection/command-link';
+import type { RedisConnection } from '../../lib/redis/connection/cluster-routing';
+import { createConnection } from '../../lib/redis/connection/redis-connection.factory';
 import { isReplyError, RedisDeadlineError } from '../../lib/redis/redis-errors';
 import { RedisStreamsClient } from '../../lib/redis/streams-client';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
@@ -158,6 +158,70 @@ describe('CommandLink: one deadline rule', () => {
     );
     admin.disconnect();
     await expect(link.close()).resolves.toBeUndefined();
+  });
+});
+
+/**
+ * Counts the writes the link's socket hands to the OS: one per `_write` (a chunk) or `_writev`
+ * (every chunk buffered while corked, in one call).
+ */
+function countSocketWrites(of: RedisConnection): () => number {
+  const socket = (of as Redis).stream as unknown as {
+    _write: (...args: unknown[]) => unknown;
+    _writev: (...args: unknown[]) => unknown;
+  };
+  let writes = 0;
+  for (const method of ['_write', '_writev'] as const) {
+    const original = socket[method].bind(socket);
+    socket[method] = (...args: unknown[]) => {
+      writes++;
+      return original(...args);
+    };
+  }
+  return () => writes;
+}
+
+describe('CommandLink.together: the commands of one synchronous run in one socket write', () => {
+  const XACKS = 20;
+  const sendXacks = (via: CommandLink): Array<Promise<unknown>> =>
+    Array.from({ length: XACKS }, (_, i) => via.send(['XACK', `together-${i}`, 'g', '0-1']));
+
+  it('20 XACKs sent inside together() leave in one write (one each without it), each with its reply', async () => {
+    await link.send(['PING']); // the socket is open and idle
+    const writes = countSocketWrites(connection);
+
+    let before = writes();
+    const alone = sendXacks(link);
+    const writesAlone = writes() - before;
+    await Promise.all(alone);
+
+    let inside: Array<Promise<unknown>> = [];
+    before = writes();
+    link.together(() => {
+      inside = sendXacks(link);
+    });
+    const writesTogether = writes() - before;
+
+    expect(writesAlone).toBe(XACKS);
+    expect(writesTogether).toBe(1);
+    expect(await Promise.all(inside)).toEqual(Array.from({ length: XACKS }, () => 0));
+    // nothing stays corked: a command after it leaves (and is answered) at once
+    before = writes();
+    const ping = link.send(['PING']);
+    expect(writes() - before).toBe(1);
+    expect(await ping).toBe('PONG');
+  });
+
+  it('a throw inside together() uncorks all the same: what it sent is answered', async () => {
+    await link.send(['PING']);
+    let sent: Array<Promise<unknown>> = [];
+    expect(() =>
+      link.together(() => {
+        sent = sendXacks(link);
+        throw new Error('boom');
+      }),
+    ).toThrow('boom');
+    expect(await Promise.all(sent)).toHaveLength(XACKS);
   });
 });
 

@@ -30,7 +30,7 @@ let redis: Redis;
 let app: INestApplication;
 let base: string;
 
-/** A dead letter as the engine writes it (lib/consumer/dead-letter-path.ts). */
+/** A dead letter as the engine writes it (lib/consumer/settle/dead-letter-path.ts). */
 function letterFields(stream: string, group: string, i: number, error: string): string[] {
   return [
     'id',

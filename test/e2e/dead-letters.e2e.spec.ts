@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
 import { makeConsumer, type MemoryLogger, type TestConsumerOptions } from '../support/engine';
 import { sleep, waitFor } from '../support/wait-for';
-import type { StreamConsumer } from '../../lib/consumer/stream-consumer';
+import type { StreamConsumer } from '../../lib/consumer/loop/stream-consumer';
 import type { DeadLetterMessage } from '../../lib/interfaces/dead-letter-message.interface';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
 

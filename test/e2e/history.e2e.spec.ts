@@ -1,7 +1,7 @@
 /**
  * `EchoStreamAdmin.history()` (docs/operations.md, issue 14) on a real Redis: time-travel reads by `Date`
  * and by entry id, inclusive bounds, across XRANGE page boundaries, decoded with the handler's
- * codec, and flat memory over a 1,000,000-entry stream.
+ * codec, and flat memory over a 300,000-entry stream (1,000,000 with `ECHO_SOAK=1`).
  */
 import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
@@ -12,12 +12,18 @@ import { EchoStreamAdmin, StreamHandler, type HistoryEntry, type HistoryOptions 
 import { HISTORY_PAGE_SIZE } from '../../lib/lifecycle/history-reader';
 import { bootApp, closeApps } from '../support/lifecycle-apps';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
+import { soakOr } from '../support/soak';
 
 const JSON_STREAM = 'history-json';
 const FIELDS_STREAM = 'history-fields';
 /** Entry i has id `${BASE + floor(i / 10)}-${i % 10}`: ten entries per millisecond. */
 const BASE = 1_700_000_000_000;
 const COUNT = 3000;
+/**
+ * Entries of the flat-memory stream: holding 300,000 would keep ~135 MB more than holding the
+ * first tenth (~0.5 KB per entry), well past the 50 MB bound; the soak reads 1,000,000.
+ */
+const BIG = soakOr(300_000, 1_000_000);
 
 let server: RedisServer;
 let redis: Redis;
@@ -149,9 +155,9 @@ describe('EchoStreamAdmin.history()', () => {
     );
   });
 
-  it('pages lazily: the heap stays flat over a 1,000,000-entry stream', async () => {
-    const stream = 'history-million';
-    await fillWithIds(stream, 1_000_000, 'json');
+  it(`pages lazily: the heap stays flat over a ${BIG.toLocaleString('en')}-entry stream`, async () => {
+    const stream = 'history-big';
+    await fillWithIds(stream, BIG, 'json');
     // live memory, not RSS: RSS also holds garbage the collector has not returned yet (it moved
     // by 40 to 370 MB between runs); a full collection before each reading leaves what is kept
     v8.setFlagsFromString('--expose-gc');
@@ -163,23 +169,23 @@ describe('EchoStreamAdmin.history()', () => {
     for await (const entry of admin.history<{ i: number }>(stream)) {
       sum += entry.payload?.i ?? 0;
       n++;
-      if (n === 100_000 || n === 1_000_000) {
+      if (n === BIG / 10 || n === BIG) {
         gc();
         heap.push(process.memoryUsage().heapUsed);
         rss.push(process.memoryUsage().rss);
       }
     }
-    expect(n).toBe(1_000_000);
-    expect(sum).toBe((999_999 * 1_000_000) / 2);
+    expect(n).toBe(BIG);
+    expect(sum).toBe(((BIG - 1) * BIG) / 2);
     const mb = (bytes: number) => Math.round(bytes / 1024 / 1024);
-    const [heap100k, heap1m] = heap.map(mb);
+    const [heapTenth, heapAll] = heap.map(mb);
     // eslint-disable-next-line no-console
     console.log(
-      `history heap: ${heap100k} MB after 100,000 entries, ${heap1m} MB after 1,000,000 (RSS ${mb(rss[0])} -> ${mb(rss[1])} MB)`,
+      `history heap: ${heapTenth} MB after ${(BIG / 10).toLocaleString('en')} entries, ${heapAll} MB after ${BIG.toLocaleString('en')} (RSS ${mb(rss[0])} -> ${mb(rss[1])} MB)`,
     );
-    // ten times the entries read, about the same live memory: holding 1M entries would take
-    // ~500 MB more
-    expect(heap1m - heap100k).toBeLessThan(50);
+    // ten times the entries read, about the same live memory: holding them would take ~0.5 KB
+    // per entry more (135 MB at 300,000, 500 MB at 1,000,000)
+    expect(heapAll - heapTenth).toBeLessThan(50);
     await redis.del(stream);
   }, 180_000);
 });

@@ -7,8 +7,8 @@ import { Redis } from 'ioredis';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
 import { makeConsumer, type TestConsumerOptions } from '../support/engine';
 import { waitFor } from '../support/wait-for';
-import type { StreamConsumer } from '../../lib/consumer/stream-consumer';
-import { rateBudgetKey } from '../../lib/redis/rate-budget.script';
+import type { StreamConsumer } from '../../lib/consumer/loop/stream-consumer';
+import { rateBudgetKey } from '../../lib/redis/package-keys';
 
 let server: RedisServer;
 let redis: Redis;

@@ -15,7 +15,7 @@ import {
   type EchoStreamModuleOptions,
   type StreamMessage,
 } from '../../lib';
-import { retentionLockKey } from '../../lib/runtime/echo-stream.lifecycle';
+import { retentionLockKey } from '../../lib/redis/package-keys';
 import { bootApp, closeApps, fill as fillStream, type BootedApp } from '../support/lifecycle-apps';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
 import { sleep, waitFor } from '../support/wait-for';

@@ -7,7 +7,7 @@
  */
 import { Redis } from 'ioredis';
 import { brandedId } from '../../lib';
-import type { StreamConsumer } from '../../lib/consumer/stream-consumer';
+import type { StreamConsumer } from '../../lib/consumer/loop/stream-consumer';
 import { NonRetryableError } from '../../lib/errors/non-retryable.error';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
 import { makeConsumer, type MemoryLogger, type TestConsumerOptions } from '../support/engine';
@@ -90,6 +90,41 @@ describe('dedup', () => {
       `{${stream}}:echo-dedup::g:order-2`,
     ]);
     expect(await redis.pttl(keys[0])).toBeGreaterThan(590_000);
+  });
+
+  it('a backlog with each id published twice, the copy in the next read: every id runs once, also when a sweep settles the read sent ahead before the XACK of the batch before it', async () => {
+    const stream = fresh();
+    const batchSize = 10;
+    const ids: string[] = [];
+    // batches of 10 originals, each followed by a batch of their copies: the copies are read
+    // ahead while their twins are in hand, and looked up before or with the twins' XACK
+    for (let b = 0; b < 30; b++) {
+      const batch = Array.from({ length: batchSize }, (_, i) => `order-${b}-${i}`);
+      for (const id of batch) await xadd(stream, id, { id });
+      for (const id of batch) await xadd(stream, id, { id, copy: true });
+      ids.push(...batch);
+    }
+    const runs = new Map<string, number>();
+    const { consumer } = start({
+      stream,
+      group: 'g',
+      // a sweep due every few batches: the read sent ahead is then handled before the acks of
+      // the batch before it go out (its look-up cannot ride with them)
+      options: { dedup: true, batchSize, claimIntervalMs: 20, minIdleMs: 10_000 },
+      handle: async (m) => {
+        runs.set(m.id, (runs.get(m.id) ?? 0) + 1);
+        await sleep(1);
+      },
+    });
+    await waitFor(() => consumer.snapshot().totalAcked === ids.length * 2, {
+      timeoutMs: 30_000,
+      message: 'every entry acked',
+    });
+    await acked(stream, 'g', ids.length * 2);
+    const twice = [...runs].filter(([, count]) => count > 1).map(([id]) => id);
+    expect(twice).toEqual([]);
+    expect([...runs.keys()].sort()).toEqual([...ids].sort());
+    expect(consumer.snapshot().totalDuplicates).toBe(ids.length);
   });
 
   it('only acked entries count: a dead-lettered entry redriven under its id runs again', async () => {
@@ -198,6 +233,42 @@ describe('newerWins', () => {
     expect(consumer.snapshot()).toMatchObject({ totalStale: 1, totalDuplicates: 0 });
     expect(logger.has(new RegExp(`entry ${oldEntry} skipped \\(stale\\)`))).toBe(true);
     expect(await redis.get(`{${stream}}:echo-newest::g:acct-1`)).toBe(newer);
+  });
+
+  it('a backlog where each key has an older entry in the read after its newer one: every older one is skipped as stale, also when a sweep settles the read sent ahead first', async () => {
+    const stream = fresh();
+    const batchSize = 10;
+    const stale: string[] = [];
+    for (let b = 0; b < 20; b++) {
+      const keys = Array.from({ length: batchSize }, (_, i) => `acct-${b}-${i}`);
+      const older = keys.map(() => brandedId()); // minted first: older
+      const newer = keys.map(() => brandedId());
+      for (let i = 0; i < batchSize; i++) await xadd(stream, newer[i], { account: keys[i] });
+      for (let i = 0; i < batchSize; i++)
+        stale.push(await xadd(stream, older[i], { account: keys[i] }));
+    }
+    const ran: string[] = [];
+    const { consumer } = start({
+      stream,
+      group: 'g',
+      options: {
+        newerWins: (m: StreamMessage<never>) => (m.payload as { account: string }).account,
+        batchSize,
+        claimIntervalMs: 20,
+        minIdleMs: 10_000,
+      },
+      handle: async (m) => {
+        ran.push(m.entryId);
+        await sleep(1);
+      },
+    });
+    await waitFor(() => consumer.snapshot().totalAcked === stale.length * 2, {
+      timeoutMs: 30_000,
+      message: 'every entry acked',
+    });
+    expect(ran.filter((entryId) => stale.includes(entryId))).toEqual([]);
+    expect(ran).toHaveLength(stale.length);
+    expect(consumer.snapshot().totalStale).toBe(stale.length);
   });
 
   it('concurrency: 8: entries of one key never run at once and run in stream order; other keys run alongside', async () => {

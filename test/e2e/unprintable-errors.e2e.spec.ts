@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
 import { makeConsumer, type TestConsumerOptions } from '../support/engine';
 import { sleep, waitFor } from '../support/wait-for';
-import type { StreamConsumer } from '../../lib/consumer/stream-consumer';
+import type { StreamConsumer } from '../../lib/consumer/loop/stream-consumer';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
 
 let server: RedisServer;

@@ -75,7 +75,7 @@ async function loopBehindProxy(
   return { stream, ledger, proxy, loop };
 }
 
-/** The watchdog deadline of a parked read (lib/redis/parked-reads.ts: blockMs + max(1000, blockMs)). */
+/** The watchdog deadline of a parked read (lib/redis/loop/parked-reads.ts: blockMs + max(1000, blockMs)). */
 const watchdogMs = (blockMs: number) => blockMs + Math.max(1000, blockMs);
 
 /** The CLIENT LIST id of the loop's connection parked in XREADGROUP on the server. */
@@ -266,7 +266,7 @@ describe('connection cut while parked (scenario 7)', () => {
     // once; XPENDING 0.
     const { stream, ledger, proxy, loop } = await loopBehindProxy('drop-reply', { options: quiet });
     const producer = await publishAndHandle(redis, stream, loop, 2);
-    await waitForFreshPark(loop, 40);
+    await waitForFreshPark(loop, 40, { blockMs }); // a whole park: its watchdog is blockMs + 1000
     proxy.dropNextReply();
     const publishedAt = Date.now();
     const lost = await producer.publishAtomically(5);

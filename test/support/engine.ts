@@ -1,13 +1,13 @@
 import { Redis } from 'ioredis';
 import { resolveHandlerOptions } from '../../lib/config/module-options';
-import { StreamConsumer } from '../../lib/consumer/stream-consumer';
+import { StreamConsumer } from '../../lib/consumer/loop/stream-consumer';
 import type {
   ConsumerLogger,
   DeadLetterSink,
   EntryHandler,
-} from '../../lib/consumer/consumer.types';
+} from '../../lib/consumer/context/consumer-config';
 import { RedisStreamsClient } from '../../lib/redis/streams-client';
-import { createConnection } from '../../lib/redis/redis-connection.factory';
+import { createConnection } from '../../lib/redis/connection/redis-connection.factory';
 import type { StreamHandlerOptions } from '../../lib/interfaces/stream-handler-options.interface';
 import type { DeadLetterMessage } from '../../lib/interfaces/dead-letter-message.interface';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';

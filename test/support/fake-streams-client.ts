@@ -14,6 +14,12 @@ import type {
   RawEntry,
   StreamsClient,
 } from '../../lib/redis/streams-client';
+import type {
+  AckRecordingReply,
+  AlongAck,
+  SkipQuery,
+  SkipRecord,
+} from '../../lib/redis/stream-roles';
 
 /** One recorded call. */
 export interface FakeCall {
@@ -77,6 +83,12 @@ export class FakeStreamsClient implements StreamsClient {
   private readonly streams = new Map<string, StoredEntry[]>();
   private readonly groupStates = new Map<string, GroupState>();
   private readonly faults = new Map<keyof StreamsClient, Fault[]>();
+  /**
+   * The `dedup` / `newerWins` records (docs/delivery.md "Duplicates and stale replays"), by
+   * stream, group and branded id or key: written by `ackRecording` with the XACK (`newest` as a
+   * compare-and-set), read by `readRecords`.
+   */
+  readonly skipRecords = { acked: new Set<string>(), newest: new Map<string, string>() };
   private seq = 0;
   private waiters = new Set<() => void>();
   closed = false;
@@ -258,8 +270,8 @@ export class FakeStreamsClient implements StreamsClient {
     return this.state(stream, group).pel.size;
   }
 
-  async interruptRead(): Promise<void> {
-    this.record('interruptRead', []);
+  async interruptRead(mayDrop?: boolean): Promise<void> {
+    this.record('interruptRead', [mayDrop]);
     this.wakeAll();
   }
 
@@ -270,6 +282,55 @@ export class FakeStreamsClient implements StreamsClient {
     let n = 0;
     for (const id of ids) if (state?.pel.delete(id)) n++;
     return n;
+  }
+
+  async ackRecording(
+    stream: string,
+    group: string,
+    ids: readonly string[],
+    records: readonly SkipRecord[],
+    _along?: readonly AlongAck[],
+    lookUp: readonly SkipQuery[] = [],
+  ): Promise<AckRecordingReply> {
+    const over = this.enter('ackRecording', [stream, group, [...ids], [...records], [...lookUp]]);
+    if (over) return over;
+    for (const record of records) {
+      if (record.kind === 'acked') {
+        this.skipRecords.acked.add(this.recordKey(stream, group, record.id));
+        continue;
+      }
+      const key = this.recordKey(stream, group, record.key);
+      const current = this.skipRecords.newest.get(key);
+      if (current === undefined || record.id > current) this.skipRecords.newest.set(key, record.id);
+    }
+    const state = this.groupStates.get(this.key(stream, group));
+    let acked = 0;
+    for (const id of ids) if (state?.pel.delete(id)) acked++;
+    return { acked, found: this.recordsOf(stream, group, lookUp) };
+  }
+
+  async readRecords(
+    stream: string,
+    group: string,
+    queries: readonly SkipQuery[],
+  ): Promise<Array<string | null>> {
+    const over = this.enter('readRecords', [stream, group, [...queries]]);
+    if (over) return over;
+    return this.recordsOf(stream, group, queries);
+  }
+
+  private recordsOf(
+    stream: string,
+    group: string,
+    queries: readonly SkipQuery[],
+  ): Array<string | null> {
+    return queries.map((query) =>
+      query.kind === 'acked'
+        ? this.skipRecords.acked.has(this.recordKey(stream, group, query.id))
+          ? query.id
+          : null
+        : (this.skipRecords.newest.get(this.recordKey(stream, group, query.key)) ?? null),
+    );
   }
 
   async autoClaim(
@@ -303,6 +364,23 @@ export class FakeStreamsClient implements StreamsClient {
       entries.push({ entryId: ids[i], fields });
     }
     return { cursor: i < ids.length ? ids[i] : '0-0', entries, deletedIds };
+  }
+
+  async takeOver(
+    stream: string,
+    group: string,
+    consumer: string,
+    cursor: string,
+    count: number,
+  ): Promise<{ cursor: string; ids: string[] }> {
+    const over = this.enter('takeOver', [stream, group, consumer, cursor, count]);
+    if (over) return over;
+    const state = this.state(stream, group);
+    const ids = [...state.pel.keys()].filter((id) => compareIds(id, cursor) >= 0).sort(compareIds);
+    const taken = ids.slice(0, count);
+    // JUSTID: the owner moves, the delivery count and time stay
+    for (const id of taken) state.pel.get(id)!.consumer = consumer;
+    return { cursor: ids.length > count ? ids[count] : '0-0', ids: taken };
   }
 
   async pending(stream: string, group: string, query: PendingQuery): Promise<PendingRow[]> {
@@ -473,6 +551,10 @@ export class FakeStreamsClient implements StreamsClient {
 
   private key(stream: string, group: string): string {
     return `${stream}\u0000${group}`;
+  }
+
+  private recordKey(stream: string, group: string, name: string): string {
+    return `${stream}\u0000${group}\u0000${name}`;
   }
 
   private record(method: keyof StreamsClient, args: unknown[]): void {

@@ -3,9 +3,9 @@
  * lines, a clock the test moves (or `Date.now`, to agree with the fake client's idle times), and
  * a stop switch the test flips.
  */
-import { ConsumerCounters } from '../../lib/consumer/consumer-counters';
-import type { ConsumerLogger } from '../../lib/consumer/consumer.types';
-import type { LoopContext } from '../../lib/consumer/loop.types';
+import { ConsumerCounters } from '../../lib/consumer/context/consumer-counters';
+import type { ConsumerLogger } from '../../lib/consumer/context/consumer-config';
+import type { LoopContext } from '../../lib/consumer/context/loop-context';
 import { resolveHandlerOptions } from '../../lib/config/module-options';
 import type { StreamHandlerOptions } from '../../lib/interfaces/stream-handler-options.interface';
 

@@ -1,5 +1,5 @@
-/** The ack buffer (lib/consumer/ack-buffer.ts) against the in-memory client. */
-import { AckBuffer } from '../../lib/consumer/ack-buffer';
+/** The ack buffer (lib/consumer/settle/ack-buffer.ts) against the in-memory client. */
+import { AckBuffer } from '../../lib/consumer/settle/ack-buffer';
 import { FakeStreamsClient } from '../support/fake-streams-client';
 import { C, G, S, testLoop } from '../support/loop-context';
 
@@ -49,5 +49,35 @@ describe('AckBuffer', () => {
     acks.add([ids[3]]);
     acks.putBack(taken);
     expect(acks.take()).toEqual([ids[2], ids[3]]);
+  });
+
+  it('tells its watch when an XACK reply is in, and which ids an XACK failed for', async () => {
+    const loop = testLoop();
+    const fake = new FakeStreamsClient();
+    fake.seedJson(S, 3);
+    const ids = fake.deliverTo(S, G, C, 3);
+    const told: string[] = [];
+    const acks = new AckBuffer(
+      loop.context,
+      fake,
+      { forget: () => undefined },
+      {
+        watch: {
+          acked: (done) => void told.push(`acked ${done.join(',')}`),
+          failed: (lost, err) => void told.push(`failed ${lost.join(',')}: ${String(err)}`),
+        },
+      },
+    );
+    acks.add([ids[0]]);
+    fake.fail('ack');
+    await expect(acks.flush()).rejects.toThrow(/injected/);
+    acks.add([ids[1]]);
+    await acks.flush();
+    await acks.send([ids[2]]);
+    expect(told).toEqual([
+      `failed ${ids[0]}: Error: ERR injected ack failure`,
+      `acked ${ids[0]},${ids[1]}`,
+      `acked ${ids[2]}`,
+    ]);
   });
 });

@@ -1,5 +1,5 @@
-/** The loop's own parked XREADGROUP (lib/consumer/blocking-read.ts) against the in-memory client. */
-import { OwnConnectionRead } from '../../lib/consumer/blocking-read';
+/** The loop's own parked XREADGROUP (lib/consumer/read/blocking-read.ts) against the in-memory client. */
+import { OwnConnectionRead } from '../../lib/consumer/read/blocking-read';
 import { FakeStreamsClient } from '../support/fake-streams-client';
 import { C, G, S } from '../support/loop-context';
 

@@ -15,7 +15,7 @@ import {
   StreamHandler,
   type EchoStreamModuleOptions,
 } from '../../lib';
-import { createConnection } from '../../lib/redis/redis-connection.factory';
+import { createConnection } from '../../lib/redis/connection/redis-connection.factory';
 
 @Injectable()
 class OneHandler {

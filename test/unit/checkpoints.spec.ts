@@ -1,10 +1,10 @@
 /**
- * Checkpoints of entries (lib/consumer/checkpoints.ts): a first delivery reads nothing, the
+ * Checkpoints of entries (lib/consumer/handle/checkpoints.ts): a first delivery reads nothing, the
  * redeliveries of one read are read in one HMGET, a saved value is JSON, and the XACK (ack buffer,
  * dead-letter path) drops exactly the records this loop knows of.
  */
-import { AckBuffer } from '../../lib/consumer/ack-buffer';
-import { Checkpoints } from '../../lib/consumer/checkpoints';
+import { AckBuffer } from '../../lib/consumer/settle/ack-buffer';
+import { Checkpoints } from '../../lib/consumer/handle/checkpoints';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
 import type { AlongAck, EntryCheckpoints } from '../../lib/redis/stream-roles';
 import { testLoop } from '../support/loop-context';

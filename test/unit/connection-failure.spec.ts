@@ -1,5 +1,5 @@
 /**
- * Connection-error classification (lib/redis/connection-failure.ts): what a person reads when
+ * Connection-error classification (lib/redis/connection/connection-failure.ts): what a person reads when
  * Redis is unreachable. Socket and TLS errors are real ones (a closed port, a TLS client talking
  * to a plain TCP server); driver and reply errors are built as ioredis 5 and 6 build them.
  */
@@ -12,7 +12,7 @@ import {
   failureText,
   isLinkDownSymptom,
   maskCredentials,
-} from '../../lib/redis/connection-failure';
+} from '../../lib/redis/connection/connection-failure';
 import { startPlainTextServer } from '../support/plain-text-server';
 import { freePort } from '../support/redis-server';
 

@@ -1,5 +1,5 @@
-/** The figures a loop keeps (lib/consumer/consumer-counters.ts), written through its methods. */
-import { ConsumerCounters } from '../../lib/consumer/consumer-counters';
+/** The figures a loop keeps (lib/consumer/context/consumer-counters.ts), written through its methods. */
+import { ConsumerCounters } from '../../lib/consumer/context/consumer-counters';
 import { manualClock } from '../support/loop-context';
 
 describe('ConsumerCounters', () => {

@@ -1,18 +1,18 @@
 /** The dashboard's pure guards: host matching, value cuts, the page budget, the letter merge. */
-import { readDeadLetterPage } from '../../lib/dashboard/dead-letter-reader';
+import { readDeadLetterPage } from '../../lib/dashboard/views/dead-letter-reader';
 import {
   DEFAULT_ALLOWED_HOSTS,
   isHostAllowed,
   originRefusal,
   parseAllowedHosts,
   type HostRules,
-} from '../../lib/dashboard/host-check';
+} from '../../lib/dashboard/http/host-check';
 import {
   cutText,
   MAX_PAGE_BYTES,
   PageBudget,
   previewFields,
-} from '../../lib/dashboard/page-budget';
+} from '../../lib/dashboard/views/page-budget';
 import type { RawEntry, RedisStreamsClient } from '../../lib/redis/streams-client';
 
 const rules = (entries: string[]): HostRules => {
@@ -147,7 +147,8 @@ describe('readDeadLetterPage over two dead-letter streams', () => {
     const seen: string[] = [];
     let after: string | undefined;
     for (let pages = 0; pages < 10; pages++) {
-      const page = await readDeadLetterPage(client, ['a', 'b'], 's', 2, after);
+      const scope = { asked: 's', stream: 's', partitions: null };
+      const page = await readDeadLetterPage(client, ['a', 'b'], scope, 2, after);
       seen.push(...page.entries.map((e) => e.entryId));
       for (const entry of page.entries) {
         expect(entry.cut).toBe(true);

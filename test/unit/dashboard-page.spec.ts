@@ -1,6 +1,6 @@
 /** The dashboard's pure parts: the rate history behind the sparklines, and the page template. */
 import { renderPage } from '../../lib/dashboard/dashboard-page';
-import { RateHistory } from '../../lib/dashboard/rate-history';
+import { RateHistory } from '../../lib/dashboard/views/rate-history';
 
 describe('RateHistory', () => {
   it('keeps one sample per second at most, the last 60, per group', () => {

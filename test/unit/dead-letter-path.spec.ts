@@ -1,7 +1,7 @@
-/** The dead-letter path (lib/consumer/dead-letter-path.ts): copy, @DeadLetter methods, XACK. */
-import type { DeadLetterSink } from '../../lib/consumer/consumer.types';
-import { DeadLetterPath } from '../../lib/consumer/dead-letter-path';
-import type { DeadLetterCandidate } from '../../lib/consumer/loop.types';
+/** The dead-letter path (lib/consumer/settle/dead-letter-path.ts): copy, @DeadLetter methods, XACK. */
+import type { DeadLetterSink } from '../../lib/consumer/context/consumer-config';
+import { DeadLetterPath } from '../../lib/consumer/settle/dead-letter-path';
+import type { DeadLetterCandidate } from '../../lib/consumer/context/loop-context';
 import type { StreamHandlerOptions } from '../../lib/interfaces/stream-handler-options.interface';
 import type { DeadLetterMessage } from '../../lib/interfaces/dead-letter-message.interface';
 import { FakeStreamsClient } from '../support/fake-streams-client';
@@ -126,5 +126,69 @@ describe('DeadLetterPath', () => {
     await path.send([candidate(ids[2])], 'max_deliveries');
     expect(seen).toEqual({ entryId: ids[2], step: 'handlers' });
     expect(path.inFlight).toBeUndefined();
+  });
+
+  it("on a partition loop: the letter names the partitioned stream, its partition and key; the ack goes to the partition's stream", async () => {
+    const clock = manualClock(Date.UTC(2026, 0, 2, 3, 4, 5));
+    const loop = testLoop({ deadLetterStream: DLQ }, clock.now);
+    const partitionStream = `${S}:p:3`;
+    const context = {
+      ...loop.context,
+      stream: partitionStream,
+      partition: { index: 3, generation: 2 },
+    };
+    const fake = new FakeStreamsClient();
+    const keyed = fake.seed(partitionStream, ['id', 'evt-k', 'data', '{"i":1}', 'pkey', 'acct-7']);
+    const unkeyed = fake.seed(partitionStream, ['id', 'evt-u', 'data', '{"i":2}']);
+    fake.seedGroup(partitionStream, G);
+    fake.deliverTo(partitionStream, G, C, 2);
+    const letters: DeadLetterMessage[] = [];
+    const sink: DeadLetterSink = { handlerCount: 1, deliver: async (l) => void letters.push(l) };
+    const path = new DeadLetterPath(context, fake, sink);
+    const fieldsOf = (id: string) =>
+      fake.entries(partitionStream).find((e) => e.entryId === id)!.fields;
+    const done = await path.send(
+      [
+        { entryId: keyed, fields: fieldsOf(keyed), attempts: 3, error: 'boom' },
+        { entryId: unkeyed, fields: fieldsOf(unkeyed), attempts: 3, error: undefined },
+      ],
+      'max_deliveries',
+    );
+    expect(done).toEqual([keyed, unkeyed]);
+    const [first, second] = fake.entries(DLQ);
+    expect(first.fields).toEqual([
+      ...fieldsOf(keyed),
+      'dlq_reason',
+      'max_deliveries',
+      'dlq_stream',
+      S,
+      'dlq_group',
+      G,
+      'dlq_entry_id',
+      keyed,
+      'dlq_attempts',
+      '3',
+      'dlq_error',
+      'boom',
+      'dlq_at',
+      '2026-01-02T03:04:05.000Z',
+      'dlq_partition',
+      '3',
+      'dlq_key',
+      'acct-7',
+    ]);
+    // an entry without a key (a foreign producer's) still records its partition
+    expect(second.fields.slice(-4)).toEqual([
+      'dlq_at',
+      '2026-01-02T03:04:05.000Z',
+      'dlq_partition',
+      '3',
+    ]);
+    expect(letters.map((l) => [l.stream, l.partition, l.key, l.entryId])).toEqual([
+      [S, 3, 'acct-7', keyed],
+      [S, 3, undefined, unkeyed],
+    ]);
+    expect(fake.callsOf('ack').map((c) => c.args[0])).toEqual([partitionStream, partitionStream]);
+    expect(fake.pel(partitionStream, G).size).toBe(0);
   });
 });

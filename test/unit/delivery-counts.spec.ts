@@ -1,5 +1,5 @@
-/** Delivery counts of held entries from XPENDING ranges (lib/consumer/delivery-counts.ts). */
-import { deliveryCounts } from '../../lib/consumer/delivery-counts';
+/** Delivery counts of held entries from XPENDING ranges (lib/consumer/handle/delivery-counts.ts). */
+import { deliveryCounts } from '../../lib/consumer/handle/delivery-counts';
 import { FakeStreamsClient } from '../support/fake-streams-client';
 import { C, G, S } from '../support/loop-context';
 

@@ -1,14 +1,17 @@
-/** Handling one read and settling it (lib/consumer/delivery.ts), on the in-memory client. */
-import { AckBuffer } from '../../lib/consumer/ack-buffer';
-import type { EntryHandler, EntryTracing } from '../../lib/consumer/consumer.types';
-import { DeadLetterPath } from '../../lib/consumer/dead-letter-path';
-import { Checkpoints } from '../../lib/consumer/checkpoints';
-import { Delivery, type InHand } from '../../lib/consumer/delivery';
-import { HandlerRunner } from '../../lib/consumer/handler-runner';
-import { Heartbeat } from '../../lib/consumer/heartbeat';
-import { NO_RATE_LIMIT } from '../../lib/consumer/rate-limiter';
-import { RetryScheduler } from '../../lib/consumer/retry-scheduler';
-import { Settlement } from '../../lib/consumer/settlement';
+/** Handling one read and settling it (lib/consumer/handle/delivery.ts), on the in-memory client. */
+import { AckBuffer } from '../../lib/consumer/settle/ack-buffer';
+import { AckRecords } from '../../lib/consumer/settle/ack-records';
+import type { EntryHandler, EntryTracing } from '../../lib/consumer/context/consumer-config';
+import { DeadLetterPath } from '../../lib/consumer/settle/dead-letter-path';
+import { Checkpoints } from '../../lib/consumer/handle/checkpoints';
+import { Delivery, type InHand } from '../../lib/consumer/handle/delivery';
+import { HandlerRunner } from '../../lib/consumer/handle/handler-runner';
+import { Heartbeat } from '../../lib/consumer/recover/heartbeat';
+import { NO_RATE_LIMIT } from '../../lib/consumer/handle/rate-limiter';
+import { RetryScheduler } from '../../lib/consumer/retry/retry-scheduler';
+import { Settlement } from '../../lib/consumer/settle/settlement';
+import { SkipFilter } from '../../lib/consumer/skip/skip-filter';
+import { skipRulesOf, type SkipRules } from '../../lib/consumer/skip/skip-rules';
 import type { StreamHandlerOptions } from '../../lib/interfaces/stream-handler-options.interface';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
 import { FakeStreamsClient } from '../support/fake-streams-client';
@@ -20,6 +23,7 @@ function setUp(
   call: (m: StreamMessage<unknown>) => unknown,
   options: Partial<StreamHandlerOptions> = {},
   tracing?: EntryTracing,
+  skipRules?: SkipRules,
 ) {
   const loop = testLoop({ deadLetterStream: DLQ, maxDeliveries: 3, ...options });
   const fake = new FakeStreamsClient();
@@ -28,7 +32,8 @@ function setUp(
   const runner = new HandlerRunner(loop.context, handler);
   const heartbeat = new Heartbeat(loop.context, fake);
   const scheduler = new RetryScheduler(loop.context);
-  const acks = new AckBuffer(loop.context, fake, runner);
+  const records = skipRules ? new AckRecords(skipRules) : undefined;
+  const acks = new AckBuffer(loop.context, fake, runner, { records });
   const settlement = new Settlement(loop.context, {
     client: fake,
     deadLetters: new DeadLetterPath(loop.context, fake, {
@@ -36,7 +41,7 @@ function setUp(
       deliver: async () => undefined,
     }),
     heartbeat,
-    retries: scheduler,
+    waitingRetries: scheduler,
     errors: runner,
   });
   let drains = 0;
@@ -47,11 +52,14 @@ function setUp(
     acks,
     checkpoints: new Checkpoints(loop.context, undefined),
     limiter: NO_RATE_LIMIT,
-    retries: scheduler,
+    waitingRetries: scheduler,
     pace: { delivered: () => void delivered++ },
     heartbeat,
     health: { drainNeeded: () => void drains++ },
     tracing,
+    skips:
+      skipRules && records ? new SkipFilter(loop.context, fake, skipRules, records) : undefined,
+    records,
   });
   return {
     loop,
@@ -202,19 +210,22 @@ describe('Delivery', () => {
           deliver: async () => undefined,
         }),
         heartbeat,
-        retries: scheduler,
+        waitingRetries: scheduler,
         errors: runner,
       }),
       acks,
       limiter: NO_RATE_LIMIT,
-      retries: scheduler,
+      waitingRetries: scheduler,
       pace: { delivered: () => undefined },
       heartbeat,
       health: { drainNeeded: () => undefined },
       skips: {
-        filter: async (messages) => ({
-          run: messages.flatMap((m, i) => (m.entryId === skipId ? [] : [i])),
-          skipped: [skipId],
+        lookUp: (messages) => ({
+          verdicts: async () => ({
+            run: messages.flatMap((m, i) => (m.entryId === skipId ? [] : [i])),
+            skipped: [skipId],
+          }),
+          drop: () => undefined,
         }),
       },
       records: { handled: (_messages, ok) => void recorded.push([...ok]) },
@@ -224,5 +235,90 @@ describe('Delivery', () => {
     expect(seen).toEqual(handled);
     expect(recorded).toEqual([handled]);
     expect(acks.take().sort()).toEqual(entries.map((e) => e.entryId).sort());
+  });
+
+  it('prepare: the look-up of a read sent ahead rides with the next XACK; handled after it, the copy of an entry of the batch before is skipped', async () => {
+    const seen: string[] = [];
+    const rules = skipRulesOf({ dedup: true, newerWins: null }) as SkipRules;
+    const { fake, acks, delivery, loop } = setUp((m) => void seen.push(m.id), {}, undefined, rules);
+    fake.seed(S, ['id', 'order-1', 'data', '{}']);
+    fake.seed(S, ['id', 'order-2', 'data', '{}']);
+    fake.seed(S, ['id', 'order-1', 'data', '{}']); // a copy, in the read sent ahead
+    fake.seed(S, ['id', 'order-3', 'data', '{}']);
+    const batch = await fake.readGroup(S, G, C, 2, '>');
+    const ahead = await fake.readGroup(S, G, C, 2, '>');
+    delivery.prepare(ahead); // its reply landed while `batch` waits for its handler
+    await delivery.process(batch, null); // order-1 handled
+    expect(fake.callsOf('readRecords')).toHaveLength(1); // the batch's own look-up only
+    await acks.flush(); // the batch's XACK: the look-up of the read ahead rides with it
+    const [ack] = fake.callsOf('ackRecording');
+    expect(ack.args[4]).toEqual([
+      { kind: 'acked', id: 'order-1' },
+      { kind: 'acked', id: 'order-3' },
+    ]);
+    await delivery.process(ahead, null);
+    expect(fake.callsOf('readRecords')).toHaveLength(1); // no MGET of its own
+    expect(seen).toEqual(['order-1', 'order-2', 'order-3']);
+    expect(loop.counters.snapshot().totalDuplicates).toBe(1);
+  });
+
+  it("prepare: read before any XACK took its look-up, it goes out alone, and the loop's own records skip the copy whose twin's XACK was not sent", async () => {
+    const seen: string[] = [];
+    const rules = skipRulesOf({ dedup: true, newerWins: null }) as SkipRules;
+    const { fake, acks, delivery } = setUp((m) => void seen.push(m.id), {}, undefined, rules);
+    fake.seed(S, ['id', 'order-1', 'data', '{}']);
+    fake.seed(S, ['id', 'order-1', 'data', '{}']);
+    const batch = await fake.readGroup(S, G, C, 1, '>');
+    const ahead = await fake.readGroup(S, G, C, 1, '>');
+    delivery.prepare(ahead);
+    await delivery.process(batch, null);
+    await delivery.process(ahead, null); // say, settled before a sweep: no XACK in between
+    expect(fake.callsOf('readRecords')).toHaveLength(2);
+    expect(fake.callsOf('ackRecording')).toEqual([]);
+    expect(seen).toEqual(['order-1']);
+    expect(acks.take()).toHaveLength(2);
+  });
+
+  it('prepare: the next read sent ahead lands before the one taken is handled; each keeps its own look-up, a third makes the oldest go', async () => {
+    const rules = skipRulesOf({ dedup: true, newerWins: null }) as SkipRules;
+    const { fake, acks, delivery } = setUp(() => undefined, {}, undefined, rules);
+    fake.seedJson(S, 6);
+    const first = await fake.readGroup(S, G, C, 2, '>');
+    const second = await fake.readGroup(S, G, C, 2, '>');
+    const third = await fake.readGroup(S, G, C, 2, '>');
+    delivery.prepare(first);
+    acks.add(['0-1']);
+    await acks.flush(); // first's look-up rides with it
+    delivery.prepare(second); // lands before `first` is handled
+    await delivery.process(first, null);
+    await acks.flush(); // second's rides with first's XACK
+    await delivery.process(second, null);
+    expect(fake.callsOf('readRecords')).toEqual([]);
+    expect(fake.callsOf('ackRecording').map((c) => (c.args[4] as unknown[]).length)).toEqual([
+      2, 2,
+    ]);
+    delivery.prepare(third);
+    delivery.prepare(await fake.readGroup(S, G, C, 2, '>'));
+    delivery.prepare(await fake.readGroup(S, G, C, 2, '>')); // `third` makes way
+    await delivery.process(third, null);
+    expect(fake.callsOf('readRecords')).toHaveLength(1); // looked up on its own
+  });
+
+  it('prepare does nothing without a skip filter, and a read other than the prepared one is looked up on its own', async () => {
+    const plain = setUp(() => undefined);
+    plain.fake.seedJson(S, 2);
+    plain.delivery.prepare(await plain.fake.readGroup(S, G, C, 2, '>'));
+    expect(plain.fake.callsOf('readRecords')).toEqual([]);
+
+    const rules = skipRulesOf({ dedup: true, newerWins: null }) as SkipRules;
+    const { fake, delivery } = setUp(() => undefined, {}, undefined, rules);
+    fake.seedJson(S, 4);
+    const ahead = await fake.readGroup(S, G, C, 2, '>');
+    delivery.prepare(ahead);
+    const other = await fake.readGroup(S, G, C, 2, '>'); // say, due retries claimed first
+    await delivery.process(other, null);
+    expect(fake.callsOf('readRecords')).toHaveLength(1); // the other read's, on its own
+    await delivery.process(ahead, null);
+    expect(fake.callsOf('readRecords')).toHaveLength(2); // no XACK took it: alone
   });
 });

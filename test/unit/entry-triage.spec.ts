@@ -1,6 +1,6 @@
-/** Sorting a read (lib/consumer/entry-triage.ts): a pure function, no clock, no Redis. */
+/** Sorting a read (lib/consumer/read/entry-triage.ts): a pure function, no clock, no Redis. */
 import { jsonCodec } from '../../lib/codec/codecs';
-import { triage, type TriageRules } from '../../lib/consumer/entry-triage';
+import { triage, type TriageRules } from '../../lib/consumer/read/entry-triage';
 import type { RawEntry } from '../../lib/redis/streams-client';
 
 const signal = new AbortController().signal;

@@ -1,9 +1,10 @@
-/** Calling the user's method and turning what happens into verdicts (lib/consumer/handler-runner.ts). */
-import type { EntryHandler } from '../../lib/consumer/consumer.types';
-import { HandlerRunner } from '../../lib/consumer/handler-runner';
-import type { HandlingBatch } from '../../lib/consumer/loop.types';
+/** Calling the user's method and turning what happens into verdicts (lib/consumer/handle/handler-runner.ts). */
+import type { EntryHandler } from '../../lib/consumer/context/consumer-config';
+import { HandlerRunner } from '../../lib/consumer/handle/handler-runner';
+import type { HandlingBatch } from '../../lib/consumer/context/loop-context';
 import { EntryRejectedError } from '../../lib/errors/entry-rejected.error';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
+import { keyedLanes } from '../support/keyed-lanes';
 import { testLoop, tick } from '../support/loop-context';
 
 function messages(n: number): StreamMessage<unknown>[] {
@@ -192,8 +193,9 @@ describe('HandlerRunner, batch mode', () => {
 describe('HandlerRunner, per entry with newerWins lanes', () => {
   const keyOf = (m: StreamMessage<unknown>) => `k${(m.payload as { i: number }).i % 3}`;
 
-  it('concurrency 4: entries of one key run one at a time in stream order, keys alongside', async () => {
+  it('concurrency 4: entries of one key run one at a time in stream order, keys alongside; each completion joins the acks at once', async () => {
     const loop = testLoop({ concurrency: 4 });
+    const lanes = keyedLanes(loop, { keyOf });
     const order: string[] = [];
     const active = new Map<string, number>();
     let overlaps = 0;
@@ -212,7 +214,7 @@ describe('HandlerRunner, per entry with newerWins lanes', () => {
         running--;
         active.set(key, (active.get(key) ?? 0) - 1);
       }),
-      keyOf,
+      lanes.runner,
     );
     const list = messages(9);
     const outcome = await runner.run(list, batchOf(list));
@@ -222,22 +224,47 @@ describe('HandlerRunner, per entry with newerWins lanes', () => {
       const ofKey = list.filter((m) => keyOf(m) === key).map((m) => m.entryId);
       expect(order.filter((id) => ofKey.includes(id))).toEqual(ofKey);
     }
-    expect(outcome.ok.sort()).toEqual(list.map((m) => m.entryId).sort());
+    // the acks of entries with a later one of their key went out before it; the rest wait
+    expect(outcome.ok).toEqual([]);
+    const sent = lanes.fake.callsOf('ack').flatMap((c) => c.args[2] as string[]);
+    expect([...sent, ...lanes.acks.take()].sort()).toEqual(list.map((m) => m.entryId).sort());
+    expect(sent.sort()).toEqual(['1-0', '2-0', '3-0', '4-0', '5-0', '6-0']);
   });
 
   it('a stop between two entries of a lane leaves the rest of the lane unstarted', async () => {
     const loop = testLoop({ concurrency: 2 });
+    const lanes = keyedLanes(loop, { keyOf });
     const runner = new HandlerRunner(
       loop.context,
       perEntry(async (m) => {
         await tick(); // 1-0 and 2-0 both start before the stop
         if (m.entryId === '1-0') loop.stop();
       }),
-      keyOf,
+      lanes.runner,
     );
     const list = messages(6); // lanes k0: 1,4 · k1: 2,5 · k2: 3,6
     const outcome = await runner.run(list, batchOf(list));
-    expect(outcome.ok.sort()).toEqual(['1-0', '2-0']);
+    expect(lanes.acks.take().sort()).toEqual(['1-0', '2-0']);
     expect(outcome.unstarted).toEqual(['3-0', '4-0', '5-0', '6-0']);
+  });
+
+  it('a failed XACK: the later entries of its key are neither started nor released, and the failure comes out', async () => {
+    const loop = testLoop({ concurrency: 1 });
+    const lanes = keyedLanes(loop, { keyOf });
+    lanes.fake.fail('ack');
+    const started: string[] = [];
+    const runner = new HandlerRunner(
+      loop.context,
+      perEntry((m) => void started.push(m.entryId)),
+      lanes.runner,
+    );
+    const list = messages(4); // k0: 1,4 · k1: 2 · k2: 3
+    const held = batchOf(list);
+    const outcome = await runner.run(list, held);
+    expect(started).not.toContain('4-0');
+    expect(outcome.unstarted).not.toContain('4-0');
+    expect(String(outcome.ackFailure?.error)).toMatch(/injected ack failure/);
+    expect(held.unsettled.has('4-0')).toBe(false);
+    expect(lanes.drains()).toBe(1);
   });
 });

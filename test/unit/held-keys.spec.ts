@@ -4,7 +4,7 @@
  * the lane; a stop settles the waiting retry as a failure and releases the parked entries.
  */
 import type { StreamMessage } from '../../lib';
-import { HeldKeys } from '../../lib/consumer/held-keys';
+import { HeldKeys } from '../../lib/consumer/order/held-keys';
 import { testLoop } from '../support/loop-context';
 import { sleep, waitFor } from '../support/wait-for';
 

@@ -3,8 +3,8 @@
  * keys must never cross slots), whatever the stream's name: with a hash tag, without one, with
  * braces that do not form a tag.
  */
-import { keySlot } from '../../lib/redis/cluster-routing';
-import { idempotencyKey } from '../../lib/redis/idempotent-add.script';
+import { keySlot } from '../../lib/redis/connection/cluster-routing';
+import { idempotencyKey } from '../../lib/redis/package-keys';
 
 const names = [
   'orders',

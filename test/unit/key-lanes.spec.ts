@@ -1,5 +1,5 @@
-/** Lanes by key for newerWins (lib/consumer/key-lanes.ts): one lane per key, stream order kept. */
-import { keyLanes } from '../../lib/consumer/key-lanes';
+/** Lanes by key for newerWins (lib/consumer/order/key-lanes.ts): one lane per key, stream order kept. */
+import { keyLanes } from '../../lib/consumer/order/key-lanes';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
 
 const m = (entryId: string, key?: string) =>

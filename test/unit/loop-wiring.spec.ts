@@ -1,8 +1,8 @@
-/** Wiring one loop (lib/consumer/loop-wiring.ts): one context, every step built from it. */
+/** Wiring one loop (lib/consumer/loop/loop-wiring.ts): one context, every step built from it. */
 import { jest } from '@jest/globals';
-import type { StreamConsumerConfig } from '../../lib/consumer/consumer.types';
-import { wireLoop } from '../../lib/consumer/loop-wiring';
-import { NO_RATE_LIMIT } from '../../lib/consumer/rate-limiter';
+import type { StreamConsumerConfig } from '../../lib/consumer/context/consumer-config';
+import { wireLoop } from '../../lib/consumer/loop/loop-wiring';
+import { NO_RATE_LIMIT } from '../../lib/consumer/handle/rate-limiter';
 import { resolveHandlerOptions } from '../../lib/config/module-options';
 import type { StreamHandlerOptions } from '../../lib/interfaces/stream-handler-options.interface';
 import { FakeStreamsClient } from '../support/fake-streams-client';
@@ -66,7 +66,7 @@ describe('wireLoop', () => {
     const reader = {
       read: async () => [],
       interrupt: async () => undefined,
-      onReconnect: (listener: () => void) => listeners.push(listener),
+      onReconnect: (listener: () => void) => void listeners.push(listener),
     };
     const parts = wireLoop(config(client, {}, { reader }));
     expect(listeners).toHaveLength(2);
@@ -87,6 +87,24 @@ describe('wireLoop', () => {
     }
   });
 
+  it('a loop that stops before its shared connection (a partition handed over) stops listening to it', async () => {
+    // one entry per registration (the client and the reader may get the same function)
+    const listening: Array<() => void> = [];
+    const listen = (listener: () => void) => {
+      const entry = () => listener();
+      listening.push(entry);
+      return () => void listening.splice(listening.indexOf(entry), 1);
+    };
+    const client = new FakeStreamsClient();
+    Object.assign(client, { onReconnect: listen, onTopologyChange: listen });
+    const reader = { read: async () => [], interrupt: async () => undefined, onReconnect: listen };
+    const parts = wireLoop(config(client, {}, { reader, ownsClient: false }));
+    expect(listening).toHaveLength(3);
+    await parts.shutdown.run(null, 100);
+    expect(listening).toHaveLength(0);
+    expect(client.closed).toBe(false);
+  });
+
   it('a new Cluster slot map of the client or of the reader ends a backoff', async () => {
     const listeners: Array<() => void> = [];
     const client = new FakeStreamsClient();
@@ -96,7 +114,7 @@ describe('wireLoop', () => {
     const reader = {
       read: async () => [],
       interrupt: async () => undefined,
-      onTopologyChange: (listener: () => void) => listeners.push(listener),
+      onTopologyChange: (listener: () => void) => void listeners.push(listener),
     };
     const parts = wireLoop(config(client, {}, { reader }));
     expect(listeners).toHaveLength(2);

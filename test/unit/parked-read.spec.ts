@@ -1,6 +1,6 @@
-/** The parked read of new entries and its early wake-ups (lib/consumer/parked-read.ts). */
-import type { BlockingReader } from '../../lib/consumer/blocking-read';
-import { ParkedRead } from '../../lib/consumer/parked-read';
+/** The parked read of new entries and its early wake-ups (lib/consumer/read/parked-read.ts). */
+import type { BlockingReader } from '../../lib/consumer/read/blocking-read';
+import { ParkedRead } from '../../lib/consumer/read/parked-read';
 import type { RawEntry } from '../../lib/redis/streams-client';
 import { tick } from '../support/loop-context';
 
@@ -76,5 +76,37 @@ describe('ParkedRead', () => {
     const { reader, calls } = fakeReader();
     await new ParkedRead(reader).wakeForStop();
     expect(calls).toEqual([]);
+  });
+
+  it("a keyed lane's XACK ends the park it would queue behind, gently, retried until that read returns", async () => {
+    const calls: string[] = [];
+    let resolveRead: (entries: RawEntry[]) => void = () => undefined;
+    let interrupts = 0;
+    const reader: BlockingReader = {
+      read: () => {
+        calls.push('read');
+        return new Promise<RawEntry[]>((resolve) => (resolveRead = resolve));
+      },
+      interrupt: async (mayDrop) => {
+        calls.push(`interrupt ${mayDrop}`);
+        // the first CLIENT UNBLOCK overtook the read on the wire: only the second one ends it
+        if (++interrupts === 2) resolveRead([]);
+      },
+    };
+    const parked = new ParkedRead(reader);
+    await parked.wakeForAck(); // not parked: nothing to wake
+    expect(calls).toEqual([]);
+    const read = parked.read(10, 5000, 5000, Infinity);
+    const waking = parked.wakeForAck();
+    await read;
+    parked.end();
+    await waking;
+    expect(calls).toEqual(['read', 'interrupt false', 'interrupt false']);
+    // the next park is not chased by the wake-up of the one before
+    void parked.read(10, 5000, 5000, Infinity);
+    await tick(60);
+    expect(calls).toEqual(['read', 'interrupt false', 'interrupt false', 'read']);
+    resolveRead([]);
+    parked.end();
   });
 });

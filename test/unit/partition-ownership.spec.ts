@@ -5,7 +5,10 @@
  * loops stopped; a stop frees everything; a lease taken by another stops its loop at once; a
  * restart under the same name takes its old leases with a new generation.
  */
-import { PartitionOwnership, type PartitionLoop } from '../../lib/consumer/partition-ownership';
+import {
+  PartitionOwnership,
+  type PartitionLoop,
+} from '../../lib/consumer/partitions/partition-ownership';
 import type { LeaseView, PartitionLeases } from '../../lib/redis/stream-roles';
 import { LineLogger } from '../support/loop-context';
 

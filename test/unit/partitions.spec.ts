@@ -5,8 +5,8 @@
  */
 import { decodeEntry, fieldsCodec } from '../../lib/codec/codecs';
 import { crc32, partitionOf, partitionStreamOf } from '../../lib/codec/partition-key';
-import { KeyRetry } from '../../lib/consumer/key-retry';
-import { assignedPartitions } from '../../lib/consumer/partition-assignment';
+import { KeyRetry } from '../../lib/consumer/retry/key-retry';
+import { assignedPartitions } from '../../lib/consumer/partitions/partition-assignment';
 import { NonRetryableError } from '../../lib/errors/non-retryable.error';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
 import { testLoop } from '../support/loop-context';

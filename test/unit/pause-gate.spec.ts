@@ -1,11 +1,11 @@
 /**
- * The pause of a group (lib/consumer/pause-watch.ts, lib/consumer/pause-gate.ts): the flags of
+ * The pause of a group (lib/consumer/read/pause-watch.ts, lib/consumer/read/pause-gate.ts): the flags of
  * every loop of a group name read in one MGET per interval, shared by concurrent asks; the gate
  * reads the flag when due, holds the beat while paused (state `paused`, acks sent, a wait until
  * the next read), and lets it go on once resumed.
  */
-import { PauseGate } from '../../lib/consumer/pause-gate';
-import { NEVER_PAUSED, PauseWatch, PauseWatchPool } from '../../lib/consumer/pause-watch';
+import { PauseGate } from '../../lib/consumer/read/pause-gate';
+import { NEVER_PAUSED, PauseWatch, PauseWatchPool } from '../../lib/consumer/read/pause-watch';
 import type { PauseTarget } from '../../lib/redis/stream-roles';
 import { manualClock, testLoop, tick } from '../support/loop-context';
 

@@ -1,8 +1,8 @@
-/** Reading pending entries (lib/consumer/pel-sweep.ts): own PEL drain, poison sweep, reclaim. */
+/** Reading pending entries (lib/consumer/recover/pel-sweep.ts): own PEL drain, poison sweep, reclaim. */
 import type { DeadLetterReason } from '../../lib/interfaces/dead-letter-message.interface';
-import type { DeadLetterCandidate } from '../../lib/consumer/loop.types';
-import { PelSweep } from '../../lib/consumer/pel-sweep';
-import { NO_RATE_LIMIT } from '../../lib/consumer/rate-limiter';
+import type { DeadLetterCandidate } from '../../lib/consumer/context/loop-context';
+import { PelSweep } from '../../lib/consumer/recover/pel-sweep';
+import { NO_RATE_LIMIT } from '../../lib/consumer/handle/rate-limiter';
 import type { StreamHandlerOptions } from '../../lib/interfaces/stream-handler-options.interface';
 import type { RawEntry } from '../../lib/redis/streams-client';
 import { FakeStreamsClient } from '../support/fake-streams-client';

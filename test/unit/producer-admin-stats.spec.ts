@@ -4,7 +4,7 @@
  * it deletes (a failure in between duplicates, never loses) and only touches the letters asked for.
  */
 import { EchoStreamAdmin } from '../../lib/admin/echo-stream-admin.service';
-import type { StreamConsumer } from '../../lib/consumer/stream-consumer';
+import type { StreamConsumer } from '../../lib/consumer/loop/stream-consumer';
 import type { EchoStreamConnections } from '../../lib/runtime/echo-stream.connections';
 import type { EchoStreamOrchestrator } from '../../lib/runtime/echo-stream.orchestrator';
 import { ConsumerRegistry } from '../../lib/runtime/echo-stream.registry';

@@ -6,7 +6,7 @@ import {
   rateLimiterFor,
   type RateBudget,
   type RateGrant,
-} from '../../lib/consumer/rate-limiter';
+} from '../../lib/consumer/handle/rate-limiter';
 
 function clock(start = 10_000) {
   let now = start;
@@ -44,12 +44,14 @@ describe('RateLimiter', () => {
     const c = clock();
     const { budget, calls } = recorded(10, 1000, c);
     const limiter = new RateLimiter(budget, { signal: new AbortController().signal, now: c.now });
-    expect(await limiter.acquire(4)).toBe(4);
-    limiter.refund(1); // the read returned 3
-    expect(await limiter.acquire(100)).toBe(7); // 10 - 3 used
+    const first = await limiter.take(4);
+    expect(first.count).toBe(4);
+    limiter.refund(1, first.window); // the read returned 3
+    const second = await limiter.take(100);
+    expect(second.count).toBe(7); // 10 - 3 used
     expect(calls).toEqual([4, 99]); // one refill tops up what was in hand
     // the refund of a read that got nothing is kept for the next one: no budget call
-    limiter.refund(7);
+    limiter.refund(7, second.window);
     expect(await limiter.acquire(5)).toBe(5);
     expect(calls).toEqual([4, 99]);
   });
@@ -123,5 +125,71 @@ describe('NO_RATE_LIMIT', () => {
       context,
     );
     expect(limited.limits).toBe(true);
+  });
+});
+
+describe('RateLimiter refunds and windows', () => {
+  it('a refund counts only in the window its starts came from: starts of an earlier window never add to the current one', async () => {
+    const c = clock(10_000);
+    const stop = new AbortController();
+    const limiter = new RateLimiter(new ProcessRateBudget({ max: 4, perMs: 1000 }, c.now), {
+      signal: stop.signal,
+      now: c.now,
+    });
+    // a read takes all 4 starts of window 1 and is still out when the window ends
+    const read = await limiter.take(4);
+    expect(read.count).toBe(4);
+    c.advance(1000);
+    // window 2: a held key's lane takes one start, then the old read comes back with nothing
+    const lane = await limiter.take(1);
+    expect(lane.count).toBe(1);
+    expect(lane.window).not.toBe(read.window);
+    limiter.refund(4, read.window);
+    // window 2 has 3 starts left, not 3 + 4
+    expect((await limiter.take(10)).count).toBe(3);
+    c.advance(0);
+    // a refund without its window gives nothing back (the starts stay spent)
+    limiter.refund(2);
+    const after = await Promise.race([
+      limiter.take(1),
+      new Promise<'waits'>((r) => setTimeout(() => r('waits'), 30)),
+    ]);
+    expect(after).toBe('waits');
+    stop.abort(); // the clock stands still: the take would wait for ever
+  });
+
+  it('a refund within its window is counted', async () => {
+    const c = clock(10_000);
+    const limiter = new RateLimiter(new ProcessRateBudget({ max: 4, perMs: 1000 }, c.now), {
+      signal: new AbortController().signal,
+      now: c.now,
+    });
+    const read = await limiter.take(4);
+    limiter.refund(3, read.window);
+    expect((await limiter.take(10)).count).toBe(3);
+  });
+});
+
+describe('RateLimiter.confirm with the window of the starts', () => {
+  it('a batch whose starts are of an earlier window takes fresh starts, even when another taker began the new window', async () => {
+    const c = clock(10_000);
+    const stop = new AbortController();
+    const limiter = new RateLimiter(new ProcessRateBudget({ max: 4, perMs: 1000 }, c.now), {
+      signal: stop.signal,
+      now: c.now,
+    });
+    const batch = await limiter.take(3); // window 1: a read of 3 entries
+    c.advance(1000);
+    // window 2 begins with a held key's lane taking one start
+    expect((await limiter.take(1)).count).toBe(1);
+    // the batch starts now: its 3 starts of window 1 do not count in window 2; it takes 3 more
+    await limiter.confirm(3, batch.window);
+    // window 2 has given 1 + 3 = 4: nothing left
+    const next = await Promise.race([
+      limiter.take(1),
+      new Promise<'waits'>((r) => setTimeout(() => r('waits'), 30)),
+    ]);
+    expect(next).toBe('waits');
+    stop.abort(); // the clock stands still: the take would wait for ever
   });
 });

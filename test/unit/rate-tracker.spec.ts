@@ -1,5 +1,5 @@
 /** RateTracker: events per second over a sliding window of one-second buckets, under a fake clock. */
-import { RateTracker } from '../../lib/consumer/rate-tracker';
+import { RateTracker } from '../../lib/consumer/context/rate-tracker';
 
 function fakeClock(start: number) {
   let now = start;

@@ -1,6 +1,6 @@
-/** Read-ahead (lib/consumer/read-ahead.ts): the next read goes out while a batch is handled. */
-import { Heartbeat } from '../../lib/consumer/heartbeat';
-import { ReadAhead } from '../../lib/consumer/read-ahead';
+/** Read-ahead (lib/consumer/read/read-ahead.ts): the next read goes out while a batch is handled. */
+import { Heartbeat } from '../../lib/consumer/recover/heartbeat';
+import { ReadAhead } from '../../lib/consumer/read/read-ahead';
 import { FakeStreamsClient } from '../support/fake-streams-client';
 import { C, G, S, manualClock, testLoop, tick } from '../support/loop-context';
 

@@ -7,7 +7,7 @@ import { retentionFloor } from '../../lib/lifecycle/retention-floor';
 import { RetentionLease } from '../../lib/lifecycle/retention-lease';
 import { StreamRetention } from '../../lib/lifecycle/stream-retention';
 import { compareEntryIds, nextEntryId } from '../../lib/codec/entry-id';
-import type { GroupFloorInfo, LifecycleClient } from '../../lib/redis/lifecycle-client';
+import type { GroupFloorInfo, LifecycleClient } from '../../lib/redis/operator/lifecycle-client';
 import type { RawEntry } from '../../lib/redis/streams-client';
 
 describe('nextEntryId', () => {
@@ -70,8 +70,11 @@ class MemoryLifecycle implements LifecycleClient {
   async groupFloors(): Promise<GroupFloorInfo[]> {
     return [];
   }
-  async range(_s: string, _start: string, _end: string, count: number): Promise<RawEntry[]> {
-    return this.entries.slice(0, count);
+  async range(_s: string, start: string, _end: string, count: number): Promise<RawEntry[]> {
+    const after = start.startsWith('(') ? start.slice(1) : null;
+    return this.entries
+      .filter((e) => after === null || compareEntryIds(e.entryId, after) > 0)
+      .slice(0, count);
   }
   async length(): Promise<number> {
     return this.entries.length;
@@ -99,6 +102,12 @@ class MemoryLifecycle implements LifecycleClient {
   async touchConsumer(): Promise<void> {}
   async deleteIdleConsumer(): Promise<'gone'> {
     return 'gone';
+  }
+  async partitionCount(): Promise<null> {
+    return null;
+  }
+  async partitionOwners(): Promise<never[]> {
+    return [];
   }
 }
 

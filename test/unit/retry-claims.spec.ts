@@ -1,8 +1,8 @@
-/** Claiming due retries and releasing waiting ones at stop (lib/consumer/retry-claims.ts). */
-import type { FailedEntry } from '../../lib/consumer/loop.types';
-import { NO_RATE_LIMIT } from '../../lib/consumer/rate-limiter';
-import { RetryClaims } from '../../lib/consumer/retry-claims';
-import { RetryScheduler } from '../../lib/consumer/retry-scheduler';
+/** Claiming due retries and releasing waiting ones at stop (lib/consumer/recover/retry-claims.ts). */
+import type { FailedEntry } from '../../lib/consumer/context/loop-context';
+import { NO_RATE_LIMIT } from '../../lib/consumer/handle/rate-limiter';
+import { RetryClaims } from '../../lib/consumer/recover/retry-claims';
+import { RetryScheduler } from '../../lib/consumer/retry/retry-scheduler';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
 import type { RawEntry } from '../../lib/redis/streams-client';
 import { FakeStreamsClient } from '../support/fake-streams-client';

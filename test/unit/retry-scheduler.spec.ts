@@ -3,8 +3,8 @@ import { NonRetryableError, isNonRetryable } from '../../lib/errors/non-retryabl
 import type { RetryPolicy } from '../../lib/interfaces/delivery-control.interface';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
 import { DEFAULT_RETRY_POLICY } from '../../lib/config/delivery-options';
-import { retryDelay } from '../../lib/consumer/retry-policy';
-import { RetryScheduler, type FailedEntry } from '../../lib/consumer/retry-scheduler';
+import { retryDelay } from '../../lib/consumer/retry/retry-policy';
+import { RetryScheduler, type FailedEntry } from '../../lib/consumer/retry/retry-scheduler';
 import { MemoryLogger } from '../support/engine';
 
 function message(entryId: string, attempts: number): StreamMessage<unknown> {

@@ -1,9 +1,9 @@
-/** Settling entries other than by a plain ack (lib/consumer/settlement.ts), on the in-memory client. */
-import { DeadLetterPath } from '../../lib/consumer/dead-letter-path';
-import { Heartbeat } from '../../lib/consumer/heartbeat';
-import type { FailedEntry } from '../../lib/consumer/loop.types';
-import { RetryScheduler } from '../../lib/consumer/retry-scheduler';
-import { Settlement } from '../../lib/consumer/settlement';
+/** Settling entries other than by a plain ack (lib/consumer/settle/settlement.ts), on the in-memory client. */
+import { DeadLetterPath } from '../../lib/consumer/settle/dead-letter-path';
+import { Heartbeat } from '../../lib/consumer/recover/heartbeat';
+import type { FailedEntry } from '../../lib/consumer/context/loop-context';
+import { RetryScheduler } from '../../lib/consumer/retry/retry-scheduler';
+import { Settlement } from '../../lib/consumer/settle/settlement';
 import { NonRetryableError } from '../../lib/errors/non-retryable.error';
 import type { DeadLetterMessage } from '../../lib/interfaces/dead-letter-message.interface';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
@@ -33,7 +33,7 @@ function setUp(sinkCall?: (letter: DeadLetterMessage) => Promise<void>) {
     client: fake,
     deadLetters: new DeadLetterPath(loop.context, fake, sink),
     heartbeat,
-    retries: scheduler,
+    waitingRetries: scheduler,
     errors: { lastErrorOf: (id) => lastErrors.get(id) },
   });
   return { clock, loop, fake, ids, letters, heartbeat, scheduler, settlement };

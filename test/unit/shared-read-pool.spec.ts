@@ -1,5 +1,8 @@
-/** The shared reads of an app (lib/consumer/shared-read-pool.ts): one parked link per group and slot. */
-import { SharedReadPool } from '../../lib/consumer/shared-read-pool';
+/**
+ * The shared reads of an app (lib/consumer/read/shared-read-pool.ts): one parked link per group and slot,
+ * open while a loop is in it.
+ */
+import { SharedReadPool } from '../../lib/consumer/read/shared-read-pool';
 import { FakeStreamsClient } from '../support/fake-streams-client';
 
 function setUp(partitionOf: (stream: string) => string = () => '') {
@@ -51,5 +54,22 @@ describe('SharedReadPool', () => {
     expect(clients.map((c) => c.closed)).toEqual([true, true]);
     pool.reader('g1', 'a');
     expect(clients).toHaveLength(3);
+  });
+
+  it('the last loop to leave a read closes its connection; a loop of a later partition opens a new one', async () => {
+    const { pool, clients } = setUp();
+    const a = pool.reader('g1', 'a');
+    const b = pool.reader('g1', 'b');
+    expect(clients).toHaveLength(1);
+    await a.leave();
+    expect(clients[0].closed).toBe(false); // b still reads on it
+    await b.leave();
+    expect(clients[0].closed).toBe(true);
+    const again = pool.reader('g1', 'a');
+    expect(clients).toHaveLength(2);
+    clients[1].seed('a', ['id', 'y', 'data', '{}']);
+    expect((await again.read(10, 5000, 5000)).map((e) => e.fields?.[1])).toEqual(['y']);
+    await pool.close();
+    expect(clients[1].closed).toBe(true);
   });
 });

@@ -1,9 +1,11 @@
 /**
- * The shared read of one group (lib/consumer/shared-read.ts) against the in-memory client: each
+ * The shared read of one group (lib/consumer/read/shared-read.ts) against the in-memory client: each
  * loop gets the entries of its own stream, waits on while others are served, leaves on interrupt,
- * and a failed round fails only the loops it is about. Real Redis: test/e2e/many-handlers.
+ * a failed round fails only the loops it is about, and a loop that stops (a partition moved) leaves
+ * the read with what its last round got for it. Real Redis: test/e2e/many-handlers,
+ * test/e2e/partitions-reads.
  */
-import { SharedGroupRead } from '../../lib/consumer/shared-read';
+import { SharedGroupRead } from '../../lib/consumer/read/shared-read';
 import type { RawEntry } from '../../lib/redis/streams-client';
 import { FakeStreamsClient } from '../support/fake-streams-client';
 
@@ -159,5 +161,105 @@ describe('SharedGroupRead', () => {
     expect(await outcome(b)).toBe('error:Connection is closed.');
     expect(fake.callsOf('readGroups')).toHaveLength(1);
     await read.close();
+  });
+
+  describe('leave (a partition loop that stops)', () => {
+    it('a loop waiting between rounds gets nothing and is named by no later round', async () => {
+      const { fake, read } = setUp(['a', 'b']);
+      const a = read.member('a');
+      const b = read.member('b').read(10, 5000, 5000);
+      await tick();
+      expect(fake.callsOf('readGroups')[0].args[3]).toEqual(['b']);
+      // a asks while b's round is parked: it waits for the next round, then stops
+      const pending = a.read(10, 5000, 5000);
+      await a.leave();
+      expect(await outcome(pending)).toBe('entries:');
+      fake.seed('b', ['id', 'b-1', 'data', '{}']);
+      expect(await outcome(b)).toBe('entries:b-1');
+      // a read of a loop that left never goes out; b's next round names b alone
+      expect(await outcome(a.read(10, 5000, 5000))).toBe('entries:');
+      const again = read.member('b').read(10, 5000, 5000);
+      await tick();
+      expect(fake.callsOf('readGroups').map((call) => call.args[3])).not.toContainEqual(['a', 'b']);
+      expect(fake.callsOf('readGroups').slice(-1)[0].args[3]).toEqual(['b']);
+      await read.close();
+      await again;
+    });
+
+    it('a loop in the round on the wire gets what that round read for it before leave() resolves', async () => {
+      const fake = new FakeStreamsClient();
+      for (const stream of ['a', 'b']) fake.seedGroup(stream, G);
+      const read = new SharedGroupRead({ client: fake, group: G, consumer: 'c1' });
+      // the round stays on the wire until the test answers it (entries arriving as it ends)
+      let answer: (replies: Map<string, RawEntry[]>) => void = () => undefined;
+      fake.overrides.readGroups = () =>
+        new Promise<Map<string, RawEntry[]>>((resolve) => (answer = resolve));
+      const a = read.member('a');
+      const b = read.member('b');
+      const aRead = a.read(10, 5000, 5000);
+      const bRead = b.read(10, 5000, 5000);
+      await tick();
+      expect(fake.callsOf('readGroups')[0].args[3]).toEqual(['a', 'b']);
+      let left = false;
+      const leaving = a.leave().then(() => (left = true));
+      await tick();
+      // the leave nudged the round, without dropping the connection b still reads on
+      expect(fake.callsOf('interruptRead').length).toBeGreaterThanOrEqual(1);
+      expect(left).toBe(false);
+      const id = fake.seed('a', ['id', 'a-1', 'data', '{}']);
+      fake.deliverTo('a', G, 'c1', 1);
+      answer(new Map([['a', [{ entryId: id, fields: ['id', 'a-1', 'data', '{}'] }]]]));
+      await leaving;
+      expect(await outcome(aRead)).toBe('entries:a-1');
+      // b stays in the read: the next round names b alone
+      expect(await outcome(bRead)).toBe('pending');
+      expect(fake.callsOf('readGroups').slice(-1)[0].args[3]).toEqual(['b']);
+      answer(new Map());
+      await read.close();
+      answer(new Map());
+      await bRead;
+    });
+
+    it("a loop's interrupt at stop never drops the connection while other loops stay in the round", async () => {
+      const fake = new FakeStreamsClient();
+      for (const stream of ['a', 'b']) fake.seedGroup(stream, G);
+      const read = new SharedGroupRead({ client: fake, group: G, consumer: 'c1' });
+      let answer: (replies: Map<string, RawEntry[]>) => void = () => undefined;
+      fake.overrides.readGroups = () =>
+        new Promise<Map<string, RawEntry[]>>((resolve) => (answer = resolve));
+      const a = read.member('a');
+      const b = read.member('b');
+      const aRead = a.read(10, 5000, 5000);
+      const bRead = b.read(10, 5000, 5000);
+      await tick();
+      const mayDrop = () => fake.callsOf('interruptRead').map((call) => call.args[0]);
+      void a.interrupt(true); // a's loop stops; b's does not
+      await tick(5);
+      expect(mayDrop()).toEqual([false]);
+      void b.interrupt(true); // now every loop of the round is leaving: a drop hurts no one
+      await tick(80);
+      expect(mayDrop()).toContain(true);
+      answer(new Map());
+      expect(await outcome(aRead)).toBe('entries:');
+      expect(await outcome(bRead)).toBe('entries:');
+      await read.close();
+    });
+
+    it('a later loop of the same stream joins anew; the read of one loop goes out at once again', async () => {
+      const { fake, read } = setUp(['a', 'b']);
+      await read.member('b').leave();
+      const first = read.member('a');
+      await first.leave();
+      expect(read.size).toBe(0);
+      const second = read.member('a');
+      expect(second).not.toBe(first);
+      expect(read.size).toBe(1);
+      const got = second.read(10, 5000, 5000);
+      // one loop: its round goes out in the tick it asks, nothing to gather
+      expect(fake.callsOf('readGroups')).toHaveLength(1);
+      fake.seed('a', ['id', 'a-2', 'data', '{}']);
+      expect(await outcome(got)).toBe('entries:a-2');
+      await read.close();
+    });
   });
 });

@@ -1,5 +1,5 @@
-/** The warning of a stop that gave up (lib/consumer/shutdown-warning.ts). */
-import { stillRunning } from '../../lib/consumer/shutdown-warning';
+/** The warning of a stop that gave up (lib/consumer/loop/shutdown-warning.ts). */
+import { stillRunning } from '../../lib/consumer/loop/shutdown-warning';
 
 describe('stillRunning', () => {
   it('names the entries still in handlers and what becomes of them', () => {

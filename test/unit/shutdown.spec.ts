@@ -1,7 +1,7 @@
-/** The loop's stop (lib/consumer/shutdown.ts), with recording parts: no Redis. */
-import type { InHand } from '../../lib/consumer/delivery';
-import type { FailedEntry, HandlingBatch } from '../../lib/consumer/loop.types';
-import { Shutdown, StopSwitch, settleWithin } from '../../lib/consumer/shutdown';
+/** The loop's stop (lib/consumer/loop/shutdown.ts), with recording parts: no Redis. */
+import type { InHand } from '../../lib/consumer/handle/delivery';
+import type { FailedEntry, HandlingBatch } from '../../lib/consumer/context/loop-context';
+import { Shutdown, StopSwitch, settleWithin } from '../../lib/consumer/loop/shutdown';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
 import type { RawEntry } from '../../lib/redis/streams-client';
 import { testLoop } from '../support/loop-context';

@@ -1,14 +1,20 @@
 /**
- * The skip filter before the handler (lib/consumer/skip-filter.ts), the records written with the
- * XACK (lib/consumer/ack-records.ts, lib/consumer/ack-buffer.ts) and the rules read from the
- * handler options (lib/consumer/skip-rules.ts), against a small in-memory record store.
+ * The skip filter before the handler (lib/consumer/skip/skip-filter.ts), the records written with the
+ * XACK and kept until Redis surely holds them (lib/consumer/settle/ack-records.ts,
+ * lib/consumer/settle/ack-buffer.ts) and the rules read from the handler options
+ * (lib/consumer/skip/skip-rules.ts), against a small in-memory record store.
  */
-import { AckBuffer } from '../../lib/consumer/ack-buffer';
-import { AckRecords } from '../../lib/consumer/ack-records';
-import { NO_SKIPS, SkipFilter } from '../../lib/consumer/skip-filter';
-import { skipRulesOf, type SkipRules } from '../../lib/consumer/skip-rules';
+import { AckBuffer } from '../../lib/consumer/settle/ack-buffer';
+import { AckRecords } from '../../lib/consumer/settle/ack-records';
+import { NO_SKIPS, SkipFilter, type SkipVerdicts } from '../../lib/consumer/skip/skip-filter';
+import { skipRulesOf, type SkipRules } from '../../lib/consumer/skip/skip-rules';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
-import type { SkipQuery, SkipRecord } from '../../lib/redis/stream-roles';
+import type {
+  AckRecordingReply,
+  AlongAck,
+  SkipQuery,
+  SkipRecord,
+} from '../../lib/redis/stream-roles';
 import { G, S, testLoop } from '../support/loop-context';
 
 /** Branded-shaped ids, increasing with `n`. */
@@ -33,7 +39,11 @@ function message(entryId: string, id: string, account = 'a'): StreamMessage<unkn
 class RecordStore {
   readonly acked = new Set<string>();
   readonly newest = new Map<string, string>();
-  readonly ackCalls: Array<{ ids: readonly string[]; records: readonly SkipRecord[] }> = [];
+  readonly ackCalls: Array<{
+    ids: readonly string[];
+    records: readonly SkipRecord[];
+    lookUp?: readonly SkipQuery[];
+  }> = [];
   reads = 0;
 
   readRecords = async (
@@ -42,10 +52,14 @@ class RecordStore {
     queries: readonly SkipQuery[],
   ): Promise<Array<string | null>> => {
     this.reads++;
+    return this.found(queries);
+  };
+
+  found(queries: readonly SkipQuery[]): Array<string | null> {
     return queries.map((q) =>
       q.kind === 'acked' ? (this.acked.has(q.id) ? q.id : null) : (this.newest.get(q.key) ?? null),
     );
-  };
+  }
 
   ack = async (_s: string, _g: string, ids: readonly string[]): Promise<number> => {
     this.ackCalls.push({ ids, records: [] });
@@ -57,18 +71,32 @@ class RecordStore {
     _g: string,
     ids: readonly string[],
     records: readonly SkipRecord[],
-  ): Promise<number> => {
-    this.ackCalls.push({ ids, records });
+    _along?: readonly AlongAck[],
+    lookUp: readonly SkipQuery[] = [],
+  ): Promise<AckRecordingReply> => {
+    this.ackCalls.push({ ids, records, lookUp });
     for (const r of records) {
       if (r.kind === 'acked') this.acked.add(r.id);
       else if (!this.newest.has(r.key) || r.id > this.newest.get(r.key)!)
         this.newest.set(r.key, r.id);
     }
-    return ids.length;
+    return { acked: ids.length, found: this.found(lookUp) };
   };
 }
 
 const accountOf = (m: StreamMessage<never>) => (m.payload as { account: string }).account;
+
+/** A filter of `rules` over `store`, with the loop's own records. */
+function filterOf(rules: SkipRules, store: RecordStore) {
+  const loop = testLoop();
+  const records = new AckRecords(rules);
+  const filter = new SkipFilter(loop.context, store, rules, records);
+  const check = (messages: StreamMessage<unknown>[]): Promise<SkipVerdicts> =>
+    filter.lookUp(messages).verdicts();
+  return { loop, records, filter, check };
+}
+
+const DEDUP: SkipRules = { dedupWindowMs: 1000, keyOf: undefined };
 
 describe('skipRulesOf', () => {
   it('null when dedup and newerWins are off: the loop builds no filter and no records', () => {
@@ -98,20 +126,15 @@ describe('skipRulesOf', () => {
 
 describe('SkipFilter', () => {
   it('NO_SKIPS runs every entry', async () => {
-    const got = await NO_SKIPS.filter([message('1-0', 'a'), message('2-0', 'b')]);
+    const got = await NO_SKIPS.lookUp([message('1-0', 'a'), message('2-0', 'b')]).verdicts();
     expect(got).toEqual({ run: [0, 1], skipped: [] });
   });
 
   it('dedup: an id the group acked is skipped (counted, logged at debug), the rest run, in one read of the records', async () => {
-    const loop = testLoop();
     const store = new RecordStore();
     store.acked.add('dup');
-    const filter = new SkipFilter(loop.context, store, { dedupWindowMs: 1000, keyOf: undefined });
-    const got = await filter.filter([
-      message('1-0', 'new'),
-      message('2-0', 'dup'),
-      message('3-0', 'x'),
-    ]);
+    const { loop, check } = filterOf(DEDUP, store);
+    const got = await check([message('1-0', 'new'), message('2-0', 'dup'), message('3-0', 'x')]);
     expect(got).toEqual({ run: [0, 2], skipped: ['2-0'] });
     expect(store.reads).toBe(1);
     expect(loop.counters.snapshot()).toMatchObject({ totalDuplicates: 1, totalStale: 0 });
@@ -119,12 +142,11 @@ describe('SkipFilter', () => {
   });
 
   it('newerWins: an entry not newer than the newest acked of its key is stale; newer ones and other keys run', async () => {
-    const loop = testLoop();
     const store = new RecordStore();
     store.newest.set('a', bid(5));
     const rules = skipRulesOf({ dedup: false, newerWins: accountOf }) as SkipRules;
-    const filter = new SkipFilter(loop.context, store, rules);
-    const got = await filter.filter([
+    const { loop, check } = filterOf(rules, store);
+    const got = await check([
       message('1-0', bid(4), 'a'), // older: stale
       message('2-0', bid(5), 'a'), // the same: stale
       message('3-0', bid(6), 'a'), // newer: runs
@@ -155,10 +177,11 @@ describe('AckRecords + AckBuffer', () => {
     expect(store.ackCalls).toEqual([
       {
         ids: ['1-0', '3-0'],
+        lookUp: [],
         records: [
           { kind: 'acked', id: bid(1), ttlMs: 600_000 },
-          { kind: 'newest', key: 'a', id: bid(1), ttlMs: 86_400_000 },
           { kind: 'acked', id: bid(3), ttlMs: 600_000 },
+          { kind: 'newest', key: 'a', id: bid(1), ttlMs: 86_400_000 },
           { kind: 'newest', key: 'b', id: bid(3), ttlMs: 86_400_000 },
         ],
       },
@@ -178,6 +201,52 @@ describe('AckRecords + AckBuffer', () => {
     expect(store.newest.get('a')).toBe(bid(4));
   });
 
+  it('newerWins: one record per key in a send, its highest id (the others would change nothing)', () => {
+    const rules = skipRulesOf({ dedup: false, newerWins: accountOf }) as SkipRules;
+    const records = new AckRecords(rules);
+    const handled = [
+      message('1-0', bid(3), 'a'),
+      message('2-0', bid(9), 'a'),
+      message('3-0', bid(5), 'a'),
+      message('4-0', bid(1), 'b'),
+    ];
+    records.handled(handled, ['1-0', '2-0', '3-0', '4-0']);
+    expect(records.recordsOf(['1-0', '2-0', '3-0', '4-0'])).toEqual([
+      { kind: 'newest', key: 'a', id: bid(9), ttlMs: 86_400_000 },
+      { kind: 'newest', key: 'b', id: bid(1), ttlMs: 86_400_000 },
+    ]);
+    expect(records.recordsOf(['1-0'])).toEqual([
+      { kind: 'newest', key: 'a', id: bid(3), ttlMs: 86_400_000 },
+    ]);
+  });
+
+  it('a look-up waiting for a ride is read in the script call of the next XACK, after its writes; when that XACK fails it goes out alone', async () => {
+    const loop = testLoop();
+    const store = new RecordStore();
+    const records = new AckRecords(DEDUP);
+    const filter = new SkipFilter(loop.context, store, DEDUP, records);
+    const buffer = new AckBuffer(loop.context, store, { forget: () => undefined }, { records });
+    records.handled([message('1-0', 'order-1')], ['1-0']);
+    buffer.add(['1-0']);
+    const copy = filter.lookUp([message('2-0', 'order-1')], { ride: true });
+    expect(store.reads).toBe(0); // waiting for the XACK
+    await buffer.flush();
+    expect(store.ackCalls[0].lookUp).toEqual([{ kind: 'acked', id: 'order-1' }]);
+    expect(await copy.verdicts()).toEqual({ run: [], skipped: ['2-0'] }); // read after the write
+    expect(store.reads).toBe(0);
+
+    // the XACK it rides with fails: the look-up is read on its own
+    records.handled([message('3-0', 'order-3')], ['3-0']);
+    buffer.add(['3-0']);
+    const next = filter.lookUp([message('4-0', 'order-9')], { ride: true });
+    const failing = store.ackRecording;
+    store.ackRecording = () => Promise.reject(new Error('ERR down'));
+    await expect(buffer.flush()).rejects.toThrow('ERR down');
+    store.ackRecording = failing;
+    expect(await next.verdicts()).toEqual({ run: [0], skipped: [] });
+    expect(store.reads).toBe(1);
+  });
+
   it('without records (skipped entries, options off) it is the plain XACK', async () => {
     const loop = testLoop();
     const store = new RecordStore();
@@ -185,5 +254,108 @@ describe('AckRecords + AckBuffer', () => {
     buffer.add(['9-0']);
     await buffer.flush();
     expect(store.ackCalls).toEqual([{ ids: ['9-0'], records: [] }]);
+  });
+});
+
+describe("the loop's own records: a look-up sent before an XACK's reply", () => {
+  it('dedup: a twin handled here whose XACK is not in yet skips the copy, though the look-up found nothing', async () => {
+    const store = new RecordStore();
+    const { loop, records, check } = filterOf(DEDUP, store);
+    records.handled([message('1-0', 'order-1')], ['1-0']); // the twin returned, its XACK not sent
+    const got = await check([message('9-0', 'order-1'), message('10-0', 'order-2')]);
+    expect(got).toEqual({ run: [1], skipped: ['9-0'] });
+    expect(store.acked.size).toBe(0); // Redis knew nothing: the verdict is the loop's own
+    expect(loop.counters.snapshot().totalDuplicates).toBe(1);
+    expect(loop.logger.has(/entry 9-0 skipped \(duplicate\): .*by this consumer/)).toBe(true);
+  });
+
+  it('a twin whose handler failed leaves no record: the copy runs', async () => {
+    const { records, check } = filterOf(DEDUP, new RecordStore());
+    records.handled([message('1-0', 'order-1')], []); // it failed
+    expect(await check([message('9-0', 'order-1')])).toEqual({ run: [0], skipped: [] });
+  });
+
+  it('newerWins: a newer entry of the key handled here makes an older one stale; a newer one still runs', async () => {
+    const rules = skipRulesOf({ dedup: false, newerWins: accountOf }) as SkipRules;
+    const store = new RecordStore();
+    store.newest.set('a', bid(2));
+    const { records, check } = filterOf(rules, store);
+    records.handled([message('5-0', bid(7), 'a')], ['5-0']);
+    const got = await check([
+      message('6-0', bid(6), 'a'), // older than the one handled here: stale
+      message('7-0', bid(8), 'a'), // newer: runs
+      message('8-0', bid(1), 'b'), // another key: runs
+    ]);
+    expect(got).toEqual({ run: [1, 2], skipped: ['6-0'] });
+  });
+
+  /** What every kept record says (a look-up that may have missed them all). */
+  const kept = (records: AckRecords) =>
+    records.missedBy({ sent: Infinity, complete: false, handledBefore: -1 });
+
+  it('kept after the XACK while a look-up sent before its reply is open; dropped once it is answered', async () => {
+    const store = new RecordStore();
+    const { records, filter } = filterOf(DEDUP, store);
+    records.handled([message('1-0', 'order-1')], ['1-0']);
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const slow = store.readRecords;
+    store.readRecords = async () => {
+      await gate; // answered after the XACK's reply: Redis ran it before the XACK
+      return [null];
+    };
+    const early = filter.lookUp([message('9-0', 'order-1')]);
+    store.readRecords = slow;
+    await store.ackRecording(S, G, ['1-0'], records.recordsOf(['1-0']));
+    records.forget(['1-0']); // the XACK's reply came
+    expect(kept(records)?.acked.has('order-1')).toBe(true); // the early look-up may have missed it
+    const later = filter.lookUp([message('11-0', 'order-1')]); // sent after the reply
+    release();
+    expect(await early.verdicts()).toEqual({ run: [], skipped: ['9-0'] });
+    expect(kept(records)?.acked.has('order-1')).toBe(false); // nothing open that could miss it
+    expect(await later.verdicts()).toEqual({ run: [], skipped: ['11-0'] }); // Redis has it
+  });
+
+  it('a dropped look-up (its read never handled) and a failed one keep nothing', async () => {
+    const store = new RecordStore();
+    const { records, filter } = filterOf(DEDUP, store);
+    records.handled([message('1-0', 'order-1')], ['1-0']);
+    const dropped = filter.lookUp([message('9-0', 'x')]);
+    store.readRecords = () => Promise.reject(new Error('ERR down'));
+    const failed = filter.lookUp([message('10-0', 'y')]);
+    records.forget(['1-0']);
+    expect(kept(records)?.acked.has('order-1')).toBe(true);
+    dropped.drop();
+    expect(kept(records)?.acked.has('order-1')).toBe(true); // the failed one is still open
+    await expect(failed.verdicts()).rejects.toThrow('ERR down');
+    expect(kept(records)?.acked.has('order-1')).toBe(false);
+  });
+
+  it('a look-up riding with the XACK of every record not confirmed, nothing handled since, missed none: no own record is read', async () => {
+    const store = new RecordStore();
+    const { records, filter } = filterOf(DEDUP, store);
+    records.handled([message('1-0', 'order-1'), message('2-0', 'order-2')], ['1-0', '2-0']);
+    const next = filter.lookUp([message('9-0', 'order-1')], { ride: true });
+    const rider = records.riding(['1-0', '2-0']);
+    expect(rider?.queries).toEqual([{ kind: 'acked', id: 'order-1' }]);
+    // the script read after writing order-1: its answer alone decides (null here, to show that
+    // the loop's own records were not read)
+    rider?.answered([null]);
+    expect(await next.verdicts()).toEqual({ run: [0], skipped: [] });
+
+    const ticket = records.lookUpSent(['1-0', '2-0']);
+    expect(ticket.complete).toBe(true);
+    expect(records.missedBy(ticket)).toBeNull();
+    records.lookUpAnswered(ticket);
+    // one of them rides elsewhere: this look-up may miss it
+    const partial = records.lookUpSent(['1-0']);
+    expect(partial.complete).toBe(false);
+    expect(records.missedBy(partial)?.acked).toEqual(new Set(['order-1', 'order-2']));
+    records.lookUpAnswered(partial);
+    // handled after it went out: counted too
+    const before = records.lookUpSent(['1-0', '2-0']);
+    records.handled([message('3-0', 'order-3')], ['3-0']);
+    expect(records.missedBy(before)?.acked.has('order-3')).toBe(true);
+    records.lookUpAnswered(before);
   });
 });

@@ -5,7 +5,7 @@
  * the entry still in its `@DeadLetter` methods. (With a real server and the Nest glue:
  * test/faults/shutdown-races.fault.spec.ts.)
  */
-import { StreamConsumer } from '../../lib/consumer/stream-consumer';
+import { StreamConsumer } from '../../lib/consumer/loop/stream-consumer';
 import { resolveHandlerOptions } from '../../lib/config/module-options';
 import type { DeadLetterMessage } from '../../lib/interfaces/dead-letter-message.interface';
 import { FakeStreamsClient } from '../support/fake-streams-client';

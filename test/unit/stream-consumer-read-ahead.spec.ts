@@ -3,7 +3,7 @@
  * out before the batch is handled. Its entries are handled in order, kept claimed by the heartbeat,
  * released to peers at stop, and a partial read never reads ahead (latency at low rates unchanged).
  */
-import { StreamConsumer } from '../../lib/consumer/stream-consumer';
+import { StreamConsumer } from '../../lib/consumer/loop/stream-consumer';
 import { resolveHandlerOptions } from '../../lib/config/module-options';
 import type { StreamHandlerOptions } from '../../lib/interfaces/stream-handler-options.interface';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
@@ -103,5 +103,60 @@ describe('read-ahead', () => {
     expect(released.sort()).toEqual([ids[1], ids[2], ids[3]].sort());
     expect(fake.callsOf('ack').flatMap((c) => c.args[2] as string[])).toEqual([ids[0]]);
     expect([...fake.pel(S, G).keys()].sort()).toEqual([ids[1], ids[2], ids[3]].sort());
+  });
+
+  it('dedup: the look-up of the read sent ahead rides in the script call of the next XACK (no MGET of its own), and the read after it goes out first', async () => {
+    const fake = new FakeStreamsClient();
+    const ids = fake.seedJson(S, 4);
+    const seen: string[] = [];
+    const consumer = consumerOn(fake, (m) => void seen.push(m.entryId), { dedup: true });
+    consumer.start();
+    await waitFor(() => fake.pel(S, G).size === 0 && seen.length === 4, { timeoutMs: 2000 });
+    await consumer.stop(1000);
+    expect(seen).toEqual(ids);
+    // one MGET: the first read parked, its look-up went out on its own when it came back
+    expect(fake.callsOf('readRecords')).toHaveLength(1);
+    const [first] = fake.callsOf('ackRecording');
+    expect(first.args[2]).toEqual([ids[0], ids[1]]);
+    expect(first.args[4]).toEqual([
+      { kind: 'acked', id: 'evt-2' },
+      { kind: 'acked', id: 'evt-3' },
+    ]);
+    // the read after the one sent ahead went out before that XACK
+    const third = fake.calls.filter((c) => c.method === 'readGroup' && c.args[4] === '>')[2];
+    expect(fake.calls.indexOf(third)).toBeLessThan(fake.calls.indexOf(first));
+    expect(consumer.snapshot()).toMatchObject({ totalAcked: 4, totalDuplicates: 0 });
+  });
+
+  it("dedup: a copy in the read sent ahead of an entry of the batch in hand is skipped by the look-up riding with that entry's XACK", async () => {
+    const fake = new FakeStreamsClient();
+    const ids = [
+      fake.seed(S, ['id', 'order-1', 'data', '{}']),
+      fake.seed(S, ['id', 'order-2', 'data', '{}']),
+      fake.seed(S, ['id', 'order-1', 'data', '{}']), // the copy, in the next batch
+      fake.seed(S, ['id', 'order-3', 'data', '{}']),
+    ];
+    const seen: string[] = [];
+    const consumer = consumerOn(fake, (m) => void seen.push(m.entryId), { dedup: true });
+    consumer.start();
+    await waitFor(() => fake.pel(S, G).size === 0 && seen.length === 3, { timeoutMs: 2000 });
+    await consumer.stop(1000);
+    expect(seen).toEqual([ids[0], ids[1], ids[3]]);
+    expect(consumer.snapshot()).toMatchObject({ totalAcked: 4, totalDuplicates: 1 });
+  });
+
+  it('an XACK that fails after a read sent ahead: the read is handled, the acks go out again, nothing runs twice', async () => {
+    const fake = new FakeStreamsClient();
+    const ids = fake.seedJson(S, 6);
+    fake.fail('ack', { times: 1 });
+    const seen: string[] = [];
+    const consumer = consumerOn(fake, (m) => void seen.push(m.entryId), {});
+    consumer.start();
+    await waitFor(() => fake.pel(S, G).size === 0 && seen.length === 6, { timeoutMs: 3000 });
+    await consumer.stop(1000);
+    expect(seen).toEqual(ids);
+    const acked = fake.callsOf('ack').flatMap((c) => c.args[2] as string[]);
+    expect(new Set(acked)).toEqual(new Set(ids));
+    expect(consumer.snapshot().totalAcked).toBe(6);
   });
 });

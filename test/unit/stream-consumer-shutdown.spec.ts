@@ -1,12 +1,15 @@
 /**
  * The engine's stop() when a handler outlasts the shutdown timeout (docs/delivery.md "Shutdown"), against the
  * in-memory `StreamsClient`: what settled is still acked, what never started is still released,
- * only the entry in flight stays pending. (The fault suite checks the same with real processes:
+ * only the entry in flight stays pending; a read that reaches a loop after its stop gave up is
+ * released. (The fault suite checks the same with real processes:
  * test/faults/consumer-crash.fault.spec.ts, S4b.)
  */
-import { StreamConsumer } from '../../lib/consumer/stream-consumer';
+import { StreamConsumer } from '../../lib/consumer/loop/stream-consumer';
 import { resolveHandlerOptions } from '../../lib/config/module-options';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
+import { SharedGroupRead } from '../../lib/consumer/read/shared-read';
+import type { RawEntry } from '../../lib/redis/stream-roles';
 import { FakeStreamsClient } from '../support/fake-streams-client';
 import { MemoryLogger } from '../support/engine';
 import { waitFor } from '../support/wait-for';
@@ -118,5 +121,51 @@ describe('stop() past shutdownTimeoutMs', () => {
     expect(logger.has(/released 3 waiting retries to peers/)).toBe(true);
     expect(consumer.snapshot()).toMatchObject({ state: 'stopped', retrying: 0, totalRetries: 3 });
     release();
+  });
+
+  it('a read that reaches the loop after stop(0) gave up (a shared round ending late) is released, never left pending unseen', async () => {
+    // a partition loop whose lease is lost stops at once (timeout 0) while parked in the shared
+    // read; the round it was in may still bring entries for it
+    const fake = new FakeStreamsClient();
+    fake.seedGroup(S, G);
+    const readLink = new FakeStreamsClient();
+    readLink.seedGroup(S, G);
+    let answer: (replies: Map<string, RawEntry[]>) => void = () => undefined;
+    readLink.overrides.readGroups = () =>
+      new Promise<Map<string, RawEntry[]>>((resolve) => (answer = resolve));
+    const shared = new SharedGroupRead({ client: readLink, group: G, consumer: 'c1' });
+    const reader = shared.member(S);
+    const seen: string[] = [];
+    const consumer = new StreamConsumer({
+      stream: S,
+      group: G,
+      consumer: 'c1',
+      handlerName: 'Unit.handle',
+      options: resolveHandlerOptions(S, 'unit', {}, { blockMs: 5000, minIdleMs: 5000 }),
+      client: fake,
+      ownsClient: false,
+      reader,
+      handler: { batch: false, call: (m: StreamMessage<unknown>) => void seen.push(m.entryId) },
+      deadLetters: { handlerCount: 0, deliver: async () => undefined },
+      logger: new MemoryLogger(),
+    });
+    consumer.start();
+    await waitFor(() => readLink.callsOf('readGroups').length === 1, { timeoutMs: 2000 });
+    await consumer.stop(0);
+    expect(consumer.snapshot().state).toBe('stopped');
+    // the round ends now, with two entries the server handed to this consumer
+    const ids = fake.seedJson(S, 2, 'late');
+    fake.deliverTo(S, G, 'c1', 2);
+    answer(new Map([[S, fake.entries(S).map((e) => ({ entryId: e.entryId, fields: e.fields }))]]));
+    await reader.leave();
+    await waitFor(() => fake.callsOf('release').length === 1, { timeoutMs: 2000 });
+    expect(seen).toEqual([]);
+    expect(fake.callsOf('release')[0].args).toEqual([S, G, 'c1', ids, 5000, [0, 0]]);
+    // pending still (the server's PEL), but idle past minIdleMs: the next owner's sweep takes them
+    for (const id of ids) expect(fake.pel(S, G).get(id)!.idleMs).toBeGreaterThanOrEqual(5000);
+    // and the shared connection is not the stopped loop's to close
+    expect(readLink.closed).toBe(false);
+    expect(fake.closed).toBe(false);
+    await shared.close();
   });
 });

@@ -4,8 +4,8 @@
  * exact step, XAUTOCLAIM's deleted ids and cursor stalls, read failures and the backoff, the round
  * trips per batch, the heartbeat and the release of unstarted work at stop.
  */
-import { StreamConsumer } from '../../lib/consumer/stream-consumer';
-import type { EntryHandler } from '../../lib/consumer/consumer.types';
+import { StreamConsumer } from '../../lib/consumer/loop/stream-consumer';
+import type { EntryHandler } from '../../lib/consumer/context/consumer-config';
 import { resolveHandlerOptions } from '../../lib/config/module-options';
 import type { StreamHandlerOptions } from '../../lib/interfaces/stream-handler-options.interface';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';

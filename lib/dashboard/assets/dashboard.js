@@ -349,6 +349,16 @@
 
   // ---- details -------------------------------------------------------------------------------
 
+  /**
+   * A row's entry id; on a partitioned stream (its partitions' lists merged) with the partition
+   * the entry is of, as two partitions may hold the same id.
+   */
+  function entryCell(e) {
+    if (e.partition === undefined || e.partition === null) return el('td', { class: 'id' }, e.entryId);
+    return el('td', { class: 'id' }, e.entryId, ' ',
+      el('span', { class: 'partition', 'data-field': 'partition', title: 'partition ' + e.partition }, 'p' + e.partition));
+  }
+
   /** When the shown PEL page was read: its idle times are counted on from there. */
   let pendingReadAt = 0;
 
@@ -369,8 +379,8 @@
       $('#pending-total').textContent = '(' + num(data.pending) + ' in the PEL)';
       $('#pending tbody').replaceChildren(
         ...data.entries.map((e) =>
-          el('tr', { 'data-entry-id': e.entryId },
-            el('td', { class: 'id' }, e.entryId),
+          el('tr', { 'data-entry-id': e.entryId, 'data-partition': e.partition },
+            entryCell(e),
             el('td', {}, e.consumer),
             el('td', { class: 'num', 'data-field': 'idle', 'data-idle-ms': e.idleMs }, duration(e.idleMs)),
             el('td', { class: 'num' }, num(e.deliveries)),
@@ -403,7 +413,8 @@
           redrive.type = remove.type = 'button';
           return el('tr', { 'data-entry-id': d.entryId },
             el('td', { class: 'id' }, d.entryId),
-            el('td', { 'data-field': 'group' }, d.group),
+            // a partitioned stream's letter: the partition it came from (its key is in the payload)
+            el('td', { 'data-field': 'group' }, d.partition === null || d.partition === undefined ? d.group : d.group + ' \u00b7 p' + d.partition),
             el('td', { 'data-field': 'reason' }, d.reason),
             el('td', { 'data-field': 'error' }, d.error || ''),
             el('td', { class: 'num' }, num(d.attempts)),
@@ -425,8 +436,8 @@
       $('#tail-length').textContent = '(' + num(data.length) + ' entries, newest first)';
       $('#tail tbody').replaceChildren(
         ...data.entries.map((e) =>
-          el('tr', { 'data-entry-id': e.entryId },
-            el('td', { class: 'id' }, e.entryId),
+          el('tr', { 'data-entry-id': e.entryId, 'data-partition': e.partition },
+            entryCell(e),
             el('td', {}, entryTime(e.entryId)),
             el('td', { class: 'payload' }, e.preview),
           ),

@@ -164,15 +164,7 @@ export async function runAclScenario(
   } finally {
     console.warn = originalWarn;
   }
-  const log = (await admin.acl('LOG')) as unknown[][];
-  const denied = log
-    .map((flat) => {
-      const map = new Map<string, unknown>();
-      for (let i = 0; i + 1 < flat.length; i += 2) map.set(String(flat[i]), flat[i + 1]);
-      return map;
-    })
-    .filter((map) => map.get('username') === user)
-    .map((map) => `${String(map.get('reason'))}:${String(map.get('object'))}`);
+  const denied = await aclDenials(admin, user);
   const problems = logs.lines.filter(
     (line) =>
       /^(warn|error) /.test(line) && !/failed on entry .*refusing bad-1|refusing bad-1/.test(line),
@@ -183,9 +175,26 @@ export async function runAclScenario(
     closeMs,
     problems,
     consoleWarnings,
-    denied: [...new Set(denied)],
+    denied,
     logs,
   };
+}
+
+/**
+ * What the server's ACL LOG denied `user`, each once: `reason:object` (`command:xack`,
+ * `key:{orders}:echo-paused:g`). A script's denied call is logged too (context `lua`).
+ */
+export async function aclDenials(admin: Redis, user: string): Promise<string[]> {
+  const log = (await admin.acl('LOG')) as unknown[][];
+  const denied = log
+    .map((flat) => {
+      const map = new Map<string, unknown>();
+      for (let i = 0; i + 1 < flat.length; i += 2) map.set(String(flat[i]), flat[i + 1]);
+      return map;
+    })
+    .filter((map) => map.get('username') === user)
+    .map((map) => `${String(map.get('reason'))}:${String(map.get('object'))}`);
+  return [...new Set(denied)];
 }
 
 /**

@@ -89,6 +89,8 @@ export class ConsumerProcess {
   private readyResolve: (() => void) | undefined;
   /** How many times this process was started. */
   starts = 0;
+  /** When the current (last) run was spawned (its events are those from then on). */
+  spawnedAt = 0;
   /** When the current (last) run printed READY. */
   readyAt = 0;
   /** Exit of the last run: signal name or code. */
@@ -138,6 +140,7 @@ export class ConsumerProcess {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child = child;
+    this.spawnedAt = Date.now();
     this.starts++;
     this.readyAt = 0;
     this.lastExit = undefined;
@@ -191,6 +194,18 @@ export class ConsumerProcess {
   /** Resolves when the current run exits (returns at once if it is not running). */
   waitExit(): Promise<void> {
     return this.exited;
+  }
+
+  /** Handler calls of the current run in progress now (started, neither done nor failed). */
+  inHand(): number {
+    const open = new Map<string, number>();
+    for (const e of this.events) {
+      if (e.at < this.spawnedAt) continue;
+      open.set(e.id, (open.get(e.id) ?? 0) + (e.kind === 'START' ? 1 : -1));
+    }
+    let count = 0;
+    for (const n of open.values()) if (n > 0) count++;
+    return count;
   }
 
   /** Handler events of one kind (optionally for one id). */

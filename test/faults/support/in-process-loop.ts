@@ -16,13 +16,13 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Redis } from 'ioredis';
-import { StreamConsumer } from '../../../lib/consumer/stream-consumer';
-import type { EntryHandler } from '../../../lib/consumer/consumer.types';
+import { StreamConsumer } from '../../../lib/consumer/loop/stream-consumer';
+import type { EntryHandler } from '../../../lib/consumer/context/consumer-config';
 import { resolveHandlerOptions } from '../../../lib/config/module-options';
 import type { DeadLetterMessage } from '../../../lib/interfaces/dead-letter-message.interface';
 import type { StreamHandlerOptions } from '../../../lib/interfaces/stream-handler-options.interface';
 import type { StreamMessage } from '../../../lib/interfaces/stream-message.interface';
-import { createConnection } from '../../../lib/redis/redis-connection.factory';
+import { createConnection } from '../../../lib/redis/connection/redis-connection.factory';
 import {
   RedisStreamsClient,
   type RedisConnection,

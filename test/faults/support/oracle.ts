@@ -299,26 +299,11 @@ export async function readDeadLetters(
 export async function runOracle(input: OracleInput): Promise<OracleReport> {
   const { redis, stream, group } = input;
   const dlqStream = input.deadLetterStream ?? `${stream}:dlq`;
-  const records = input.ledgers.flatMap(readLedger);
-  const handledCount = new Map<string, number>();
-  const handledEntryIds = new Set<string>();
-  for (const r of records) {
-    handledCount.set(r.id, (handledCount.get(r.id) ?? 0) + 1);
-    handledEntryIds.add(r.entryId);
-  }
-  const deadLetters = await readDeadLetters(redis, dlqStream);
-  const deadIds = new Set(deadLetters.map((d) => d.id).filter((id): id is string => !!id));
-  const deadEntryIds = new Set(deadLetters.map((d) => d.sourceEntryId));
-
-  const lost = [...input.acked.keys()].filter((id) => !handledCount.has(id) && !deadIds.has(id));
-
-  const summary = (await redis.xpending(stream, group)) as [number, ...unknown[]];
-  const pending = Number(summary[0]);
-  const pendingRows = (
-    pending > 0 ? await redis.xpending(stream, group, '-', '+', pending) : []
-  ) as Array<[string, string, number, number]>;
-  const pendingIds = new Set(pendingRows.map((row) => String(row[0])));
-
+  // In the order things happen to an entry, backwards: what was delivered (the group's last
+  // delivered id), then the PEL, then what is written before an entry leaves it (its dead letter,
+  // its ledger line). Every entry delivered by the first read is either pending in the second or
+  // has its record in the later ones. Read the other way round, a handler finishing between the
+  // reads looks acked without a second completion (a duplicate missed, as CI saw once)
   const groups = (await redis.xinfo('GROUPS', stream)) as unknown[][];
   const info = groups
     .map((flat) => {
@@ -329,9 +314,30 @@ export async function runOracle(input: OracleInput): Promise<OracleReport> {
     .find((map) => map.get('name') === group);
   const lastDelivered = String(info?.get('last-delivered-id') ?? '0-0');
 
+  const summary = (await redis.xpending(stream, group)) as [number, ...unknown[]];
+  const pending = Number(summary[0]);
+  const pendingRows = (
+    pending > 0 ? await redis.xpending(stream, group, '-', '+', pending) : []
+  ) as Array<[string, string, number, number]>;
+  const pendingIds = new Set(pendingRows.map((row) => String(row[0])));
+
+  const entries = await readStream(redis, stream);
+  const deadLetters = await readDeadLetters(redis, dlqStream);
+  const deadIds = new Set(deadLetters.map((d) => d.id).filter((id): id is string => !!id));
+  const deadEntryIds = new Set(deadLetters.map((d) => d.sourceEntryId));
+
+  const records = input.ledgers.flatMap(readLedger);
+  const handledCount = new Map<string, number>();
+  const handledEntryIds = new Set<string>();
+  for (const r of records) {
+    handledCount.set(r.id, (handledCount.get(r.id) ?? 0) + 1);
+    handledEntryIds.add(r.entryId);
+  }
+  const lost = [...input.acked.keys()].filter((id) => !handledCount.has(id) && !deadIds.has(id));
+
   const ackedWithoutRecord: string[] = [];
   let undelivered = 0;
-  for (const [entryId, fields] of await readStream(redis, stream)) {
+  for (const [entryId, fields] of entries) {
     if (idBefore(lastDelivered, entryId)) {
       undelivered++;
       continue;

@@ -1,0 +1,274 @@
+import type { StreamMessage } from '../../interfaces/stream-message.interface';
+import { AckBuffer } from '../settle/ack-buffer';
+import { AckRecords } from '../settle/ack-records';
+import { AckTurn } from '../order/ack-turn';
+import { OwnConnectionRead } from '../read/blocking-read';
+import { Checkpoints } from '../handle/checkpoints';
+import { ConsumerCounters } from '../context/consumer-counters';
+import type { StreamConsumerConfig } from '../context/consumer-config';
+import { DeadLetterPath } from '../settle/dead-letter-path';
+import { Delivery } from '../handle/delivery';
+import { HandlerRunner } from '../handle/handler-runner';
+import { KeyAckGate } from '../order/key-ack-gate';
+import { KeyLaneRunner } from '../order/key-lane-runner';
+import { KeyRetry } from '../retry/key-retry';
+import { HeldEntries, Heartbeat } from '../recover/heartbeat';
+import { HeldKeys } from '../order/held-keys';
+import { LoopHealth } from '../recover/loop-health';
+import type { LoopContext } from '../context/loop-context';
+import { ParkedRead } from '../read/parked-read';
+import { PauseGate } from '../read/pause-gate';
+import { NEVER_PAUSED, PauseWatch } from '../read/pause-watch';
+import { PelSweep } from '../recover/pel-sweep';
+import { handlerLimits } from '../handle/handler-limits';
+import type { StartLimiter } from '../handle/rate-limiter';
+import { ReadAhead } from '../read/read-ahead';
+import { RetryClaims } from '../recover/retry-claims';
+import { RetryScheduler } from '../retry/retry-scheduler';
+import { Settlement } from '../settle/settlement';
+import { SkipFilter } from '../skip/skip-filter';
+import { skipRulesOf } from '../skip/skip-rules';
+import { Shutdown, StopSwitch } from './shutdown';
+import { SweepPace, type SweepSchedule } from '../recover/sweep-pace';
+
+/** The collaborators of one loop, the steps of its beat; all built from one {@link LoopContext}. */
+export interface LoopParts {
+  readonly context: LoopContext;
+  /** The loop's figures (written by the collaborators through `LoopCounters`). */
+  readonly counters: ConsumerCounters;
+  readonly stopSwitch: StopSwitch;
+  /** Group known, own PEL to drain, backoff streak, state. */
+  readonly health: LoopHealth;
+  /** How many entries a read may take (`NO_RATE_LIMIT` without `rateLimit`). */
+  readonly limiter: StartLimiter;
+  /** When the next sweep is due. */
+  readonly pace: SweepSchedule;
+  /** Holds the beat while the group is paused on the stream. */
+  readonly pause: PauseGate;
+  /** Keeps held entries claimed. */
+  readonly heartbeat: Heartbeat;
+  /** Handled entries waiting for their XACK. */
+  readonly acks: AckBuffer;
+  /** Handles one read and settles it. */
+  readonly delivery: Delivery;
+  /** Partitions: the keys whose failed entry waits for its retry (absent: none). */
+  readonly heldKeys?: HeldKeys;
+  /** Own PEL drain, poison sweep, reclaim. */
+  readonly pel: PelSweep;
+  /** Due retries; waiting ones released at stop. */
+  readonly retries: RetryClaims;
+  /** The next read sent while a full batch is handled. */
+  readonly readAhead: ReadAhead;
+  /** The parked read of new entries. */
+  readonly parked: ParkedRead;
+  readonly shutdown: Shutdown;
+}
+
+/**
+ * Builds the context of the loop `config` describes and every collaborator from it, each with
+ * the one or two Redis ports it needs and the few other collaborators it calls.
+ */
+export function wireLoop(config: StreamConsumerConfig): LoopParts {
+  const { client, stream, group, consumer, handlerName, options, logger } = config;
+  const now = config.now ?? Date.now;
+  const stopSwitch = new StopSwitch();
+  const counters = new ConsumerCounters({ stream, group, consumer, handler: handlerName }, now);
+  const context: LoopContext = {
+    stream,
+    group,
+    consumer,
+    handlerName,
+    where: `${handlerName} on ${stream}/${group}`,
+    options,
+    logger,
+    counters,
+    signal: stopSwitch.signal,
+    now,
+    isStopping: stopSwitch.isStopping,
+    isAbandoned: stopSwitch.isAbandoned,
+    partition: config.partition,
+  };
+
+  const handler = config.tracing ? config.tracing.wrap(config.handler) : config.handler;
+  // dedup / newerWins: a filter before the handler, records written with the XACK; none when off
+  const skipRules = skipRulesOf(options);
+  // partitions: lanes by the entry's key; a failure waits for its retry outside the batch, the
+  // later entries of its key parked behind it (docs/partitions.md "Order")
+  const heldKeys: HeldKeys | undefined = config.partition
+    ? new HeldKeys(context, {
+        // its starts share the loop's concurrency and rate limit; its acks go through KeyAckGate
+        run: (messages, entries, counts): Promise<void> =>
+          delivery.processHeld(messages, entries, counts),
+        stopped: async (failed, parked, counts): Promise<void> => {
+          if (failed)
+            await settlement.failed(
+              [{ ...failed, claimedAt: now(), failedAt: now() }],
+              [failed.entry],
+            );
+          await settlement.release(parked, counts, 'parked');
+        },
+        isPaused: (): boolean => pause.isPaused,
+      })
+    : undefined;
+  // a partitioned handler's loops share one concurrency and rate limit (HandlerLimits)
+  const limits =
+    config.limits ??
+    handlerLimits(options, client, stream, group, { signal: stopSwitch.signal, now });
+  const limiter = limits.limiterFor(stopSwitch.signal);
+  const health = new LoopHealth(context, client);
+  const records = skipRules ? new AckRecords(skipRules) : undefined;
+  // partitions and newerWins: lanes by key, a key's next entry started once the XACK of the one
+  // before is in (docs/partitions.md "Order"); the slots of `concurrency` shared with held keys
+  const keyOf = heldKeys ? (m: StreamMessage<unknown>) => m.key : skipRules?.keyOf;
+  const keyAcks = keyOf
+    ? new KeyAckGate(context, {
+        acks: {
+          add: (ids): void => acks.add(ids),
+          flush: (): Promise<void> => acks.flush(),
+        },
+        records,
+        // a partition loop's XACKs leave with those of its handler's other loops
+        turn: config.ackTurn ?? new AckTurn(client),
+        health,
+        // a read on the loop's own connection is answered before an XACK sent after it
+        wakeRead: config.reader ? undefined : (): void => void parked.wakeForAck(),
+      })
+    : undefined;
+  const lanes =
+    keyOf && keyAcks
+      ? new KeyLaneRunner(context, {
+          keyOf,
+          gate: keyAcks,
+          slots: limits.slots,
+          limiter,
+          held: heldKeys,
+        })
+      : undefined;
+  const runner = new HandlerRunner(
+    context,
+    handler,
+    lanes,
+    heldKeys ? new KeyRetry(context) : undefined,
+  );
+  const checkpoints = new Checkpoints(context, client.checkpoints);
+  // a dead letter or a deleted entry leaves with its checkpoint, known here or not
+  const exits = { alongAck: (ids: readonly string[]) => checkpoints.alongExit(ids) };
+  const deadLetters = new DeadLetterPath(context, client, config.deadLetters, [exits]);
+  const scheduler = new RetryScheduler(context);
+  // a partition loop sweeps when its handler's pending probe says so (docs/partitions.md)
+  const pace: SweepSchedule =
+    config.sweeps ??
+    new SweepPace(options.claimIntervalMs, options.minIdleMs, now, config.sweepPhase);
+
+  const heartbeat = new Heartbeat(context, client);
+  heartbeat.keep('retries', scheduler.held);
+  if (heldKeys) heartbeat.keep('heldKeys', new HeldEntries(() => heldKeys.ids(), now()));
+  const skips =
+    skipRules && records ? new SkipFilter(context, client, skipRules, records) : undefined;
+  const acks = new AckBuffer(context, client, runner, {
+    records,
+    along: [checkpoints],
+    watch: keyAcks,
+  });
+  const pause = new PauseGate(context, {
+    probe:
+      config.pauses ??
+      (client.pauses
+        ? new PauseWatch(client.pauses, group, now, (text) => context.logger.warn(text)).member(
+            stream,
+          )
+        : NEVER_PAUSED),
+    acks,
+  });
+  const settlement = new Settlement(context, {
+    client,
+    along: [exits],
+    deadLetters,
+    heartbeat,
+    waitingRetries: scheduler,
+    errors: runner,
+  });
+  const delivery = new Delivery(context, {
+    runner,
+    heldKeys,
+    settlement,
+    acks,
+    checkpoints,
+    limiter,
+    waitingRetries: scheduler,
+    pace,
+    heartbeat,
+    health,
+    tracing: config.tracing,
+    skips,
+    records,
+  });
+  const pel = new PelSweep(context, { client, delivery, acks, settlement, limiter, keyAcks });
+  const retries = new RetryClaims(context, {
+    client,
+    scheduler,
+    limiter,
+    settlement,
+    delivery,
+    health,
+  });
+  const readAhead = new ReadAhead(context, {
+    client,
+    heartbeat,
+    health,
+    settlement,
+    // dedup / newerWins: its entries are sorted the moment they land, their look-up rides with
+    // the next XACK
+    landed: skips ? (entries): void => delivery.prepare(entries) : undefined,
+  });
+  const parked = new ParkedRead(
+    config.reader ?? new OwnConnectionRead(client, stream, group, consumer),
+  );
+  const shutdown = new Shutdown(context, {
+    stopSwitch,
+    parked,
+    heartbeat,
+    delivery,
+    acks,
+    readAhead,
+    settlement,
+    scheduler,
+    retries,
+    deadLetters,
+    records,
+    // a shared connection is closed by its owner after every loop stopped; a loop that stops
+    // before it (a partition handed over) stops listening to it
+    closeClient: async () => {
+      for (const unlisten of listening) unlisten?.();
+      if (config.ownsClient !== false) await client.close();
+    },
+  });
+  // a backoff does not outlast an outage: it ends when the connection is back
+  const wake = (): void => health.wake();
+  // nor a Cluster failover: a new slot map (a replica promoted) ends it, the streak starts over
+  const topologyChanged = (): void => health.topologyChanged();
+  const listening = [
+    client.onReconnect?.(wake),
+    config.reader?.onReconnect?.(wake),
+    client.onTopologyChange?.(topologyChanged),
+    config.reader?.onTopologyChange?.(topologyChanged),
+  ];
+  return {
+    context,
+    counters,
+    stopSwitch,
+    health,
+    limiter,
+    pace,
+    pause,
+    heartbeat,
+    acks,
+    delivery,
+    heldKeys,
+    pel,
+    retries,
+    readAhead,
+    parked,
+    shutdown,
+  };
+}

@@ -1,0 +1,28 @@
+import type { DeadLetterInFlight } from '../settle/dead-letter-path';
+
+/**
+ * The warning of a stop that gave up after `ms`: what still runs, by entry id (handlers, or the
+ * entry on the dead-letter path and its step), and what becomes of it.
+ */
+export function stillRunning(
+  inHandlers: readonly string[],
+  dying: DeadLetterInFlight | undefined,
+  ms: number,
+): string {
+  const running: string[] = [];
+  if (inHandlers.length > 0)
+    running.push(
+      `handlers still running after ${ms} ms (entries ${inHandlers.join(', ')}); ` +
+        `they stay pending and are reclaimed after minIdleMs`,
+    );
+  if (dying) {
+    const what = dying.step === 'handlers' ? '@DeadLetter methods' : 'the dead-letter copy (XADD)';
+    running.push(
+      `${what} still running after ${ms} ms for entry ${dying.entryId}; it stays pending ` +
+        `and is dead-lettered again by whoever takes it over (reclaim after minIdleMs, or a restart)`,
+    );
+  }
+  if (running.length === 0)
+    return `a Redis command was still outstanding after ${ms} ms; closing the connection`;
+  return running.join('; ');
+}

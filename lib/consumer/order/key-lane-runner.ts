@@ -1,0 +1,188 @@
+import type { StreamMessage } from '../../interfaces/stream-message.interface';
+import type { HeldKeys } from './held-keys';
+import type { KeyAckGate } from './key-ack-gate';
+import { keyLanes } from './key-lanes';
+import type { LoopContext } from '../context/loop-context';
+import type { StartLimiter } from '../handle/rate-limiter';
+import type { StartSlots } from '../handle/start-slots';
+
+/** How one attempt of an entry in a keyed lane ended. */
+export type LaneVerdict =
+  /** The handler returned: its ack is due before the key's next entry starts. */
+  | 'ok'
+  /** It failed or was refused, settled with the batch (dead letter, retry scheduler). */
+  | 'settled'
+  /** It failed and is retried in place after `retryInMs` (partitions: its key is held). */
+  | { readonly retryInMs: number; readonly error: unknown };
+
+/** What running keyed lanes needs besides the context. */
+export interface KeyLaneParts {
+  readonly keyOf: (message: StreamMessage<unknown>) => string | undefined;
+  /** A key's next entry starts once the XACK of its completed ones is in. */
+  readonly gate: Pick<KeyAckGate, 'blocked' | 'turn' | 'completed' | 'takeFailure'>;
+  /** The loop's `concurrency`, shared with the lanes of held keys. */
+  readonly slots: Pick<StartSlots, 'take' | 'give'>;
+  /** The lane of a held key takes a start for each entry; a read's entries took theirs. */
+  readonly limiter: Pick<StartLimiter, 'acquire' | 'refund'>;
+  /** Partitions: a failed entry waits for its retry with its key's later entries behind it. */
+  readonly held?: Pick<HeldKeys, 'divert' | 'hold'>;
+}
+
+/** What became of a run's entries besides the verdicts the runner keeps. */
+export interface LanesOutcome {
+  /** Entries handed to a held key's lane (it settles them). */
+  readonly handed: ReadonlySet<string>;
+  /** Entries left pending, never started, after an XACK failed (the own PEL drain runs them). */
+  readonly heldBack: ReadonlySet<string>;
+  /** That XACK's failure, when this run's wait sent it (reported once, for the backoff). */
+  readonly ackFailure?: { error: unknown };
+}
+
+/** Why an entry of a lane did not start. */
+type NotStarted = 'stopping' | 'blocked';
+
+/**
+ * One attempt of an entry; a verdict at once when the handler returned synchronously (no promise
+ * per entry), else a promise of it.
+ */
+export type LaneStart = (message: StreamMessage<unknown>) => LaneVerdict | Promise<LaneVerdict>;
+
+/**
+ * Runs the entries of one read (or of a held key's lane) in lanes by key (docs/partitions.md
+ * "Order", docs/delivery.md "Duplicates and stale replays"): a key's entries one at a time in
+ * stream order, the next one only once the XACK of the one before is in ({@link KeyAckGate});
+ * meanwhile the other keys run, so the acks of many keys share one XACK. Every handler call takes
+ * a slot of the loop's `concurrency` ({@link StartSlots}) and gives it back when it returns; a key
+ * waiting for its acknowledgement holds none. A held key's lane asks the rate limit for every
+ * start, as a read does for its entries.
+ */
+export class KeyLaneRunner {
+  constructor(
+    private readonly context: Pick<LoopContext, 'isStopping'>,
+    private readonly parts: KeyLaneParts,
+  ) {}
+
+  /**
+   * Runs `messages`; `start` makes one attempt (the caller records what started and settled). A
+   * lane waits only when it must (its key's XACK, a slot, a handler's promise): the entries that
+   * can run at once run without a promise of their own.
+   * @param heldLane true for the run of a held key's lane: nothing is diverted, and each start
+   *   takes a start of the rate limit.
+   */
+  async run(
+    messages: StreamMessage<unknown>[],
+    heldLane: boolean,
+    start: LaneStart,
+  ): Promise<LanesOutcome> {
+    const { keyOf, held, limiter, gate } = this.parts;
+    const handed = new Set<string>();
+    const heldBack = new Set<string>();
+    let runnable = messages;
+    if (held && !heldLane) {
+      // the entries of a held key wait behind its retry (the same array when none is held)
+      runnable = held.divert(messages, keyOf);
+      if (runnable !== messages) {
+        const kept = new Set(runnable);
+        for (const m of messages) if (!kept.has(m)) handed.add(m.entryId);
+        // their lane takes their starts when it runs them
+        limiter.refund(handed.size);
+      }
+    }
+    const runLane = async (lane: StreamMessage<unknown>[]): Promise<void> => {
+      for (let i = 0; i < lane.length; i++) {
+        const message = lane[i];
+        const key = keyOf(message);
+        const attempted = this.attempt(message, key, heldLane, start);
+        const verdict = attempted instanceof Promise ? await attempted : attempted;
+        if (verdict === 'stopping') return;
+        if (verdict === 'blocked') {
+          for (let j = i; j < lane.length; j++) heldBack.add(lane[j].entryId);
+          return;
+        }
+        if (verdict === 'ok') gate.completed(message, key);
+        if (typeof verdict === 'string') continue;
+        // its retry waits outside this run, the key's later entries behind it
+        const rest = lane.slice(i + 1);
+        // an entry without a key holds only itself
+        held?.hold(
+          key ?? `\u0000${message.entryId}`,
+          message,
+          verdict.error,
+          verdict.retryInMs,
+          rest,
+        );
+        handed.add(message.entryId);
+        for (const m of rest) handed.add(m.entryId);
+        if (!heldLane) limiter.refund(rest.length);
+        return;
+      }
+    };
+    const lanes = keyLanes(runnable, keyOf);
+    if (lanes.length === 1) await runLane(lanes[0]);
+    else if (lanes.length > 1) await Promise.all(lanes.map(runLane));
+    if (heldBack.size === 0) return { handed, heldBack };
+    // read again by the drain, which takes their starts then
+    if (!heldLane) limiter.refund(heldBack.size);
+    return { handed, heldBack, ackFailure: gate.takeFailure() ?? undefined };
+  }
+
+  /**
+   * One entry: its key's turn, then a slot (and, in a held lane, a start), then the attempt. When
+   * the key's turn is now and a slot is free, the attempt is made at once (a synchronous handler's
+   * verdict comes back without a promise); when its turn comes later, the same steps run the moment
+   * the XACK's reply is in; a slot to wait for or a held lane's start go to {@link attemptLater}.
+   */
+  private attempt(
+    message: StreamMessage<unknown>,
+    key: string | undefined,
+    heldLane: boolean,
+    start: LaneStart,
+  ): LaneVerdict | NotStarted | Promise<LaneVerdict | NotStarted> {
+    const { gate, slots } = this.parts;
+    if (this.context.isStopping()) return 'stopping';
+    // the key's completed entries acknowledged first; waiting for that holds no slot
+    const turn = key === undefined ? null : gate.turn(key);
+    if (gate.blocked) return 'blocked';
+    // its turn comes with the XACK's reply: then the same steps, at once if a slot is free
+    if (turn !== null)
+      return turn.then((go) => (go ? this.attempt(message, key, heldLane, start) : 'blocked'));
+    if (heldLane) return this.attemptLater(message, heldLane, start);
+    const slot = slots.take();
+    if (slot) return this.attemptLater(message, heldLane, start, slot);
+    let verdict: LaneVerdict | Promise<LaneVerdict>;
+    try {
+      verdict = start(message);
+    } catch (err) {
+      slots.give();
+      throw err;
+    }
+    if (!(verdict instanceof Promise)) {
+      slots.give();
+      return verdict;
+    }
+    return verdict.finally(() => slots.give());
+  }
+
+  /** {@link attempt} that waits: for a slot, and in a held lane for a start of the rate limit. */
+  private async attemptLater(
+    message: StreamMessage<unknown>,
+    heldLane: boolean,
+    start: LaneStart,
+    slotTaken?: Promise<void>,
+  ): Promise<LaneVerdict | NotStarted> {
+    const { gate, slots, limiter } = this.parts;
+    const slot = slotTaken ?? slots.take();
+    if (slot) await slot;
+    try {
+      if (this.context.isStopping()) return 'stopping';
+      if (heldLane && (await limiter.acquire(1)) === 0) return 'stopping';
+      if (gate.blocked) {
+        if (heldLane) limiter.refund(1);
+        return 'blocked';
+      }
+      return await start(message);
+    } finally {
+      slots.give();
+    }
+  }
+}

@@ -1,0 +1,114 @@
+import { errorText } from '../../codec/codecs';
+import { compareEntryIds } from '../../codec/entry-id';
+import type { RawEntry, StreamsClient } from '../../redis/stream-roles';
+import type { Delivery } from '../handle/delivery';
+import { deliveryCounts } from '../handle/delivery-counts';
+import type { LoopHealth } from './loop-health';
+import type { LoopContext } from '../context/loop-context';
+import type { StartLimiter } from '../handle/rate-limiter';
+import type { RetryScheduler } from '../retry/retry-scheduler';
+import type { Settlement } from '../settle/settlement';
+
+/** What claiming due retries needs besides the context. */
+export interface RetryClaimsParts {
+  readonly client: Pick<StreamsClient, 'claim' | 'pending' | 'release'>;
+  readonly scheduler: Pick<RetryScheduler, 'nextDueAt' | 'takeDue' | 'putBack' | 'takeAll'>;
+  readonly limiter: Pick<StartLimiter, 'take' | 'refund'>;
+  readonly settlement: Pick<Settlement, 'gone'>;
+  readonly delivery: Pick<Delivery, 'process'>;
+  readonly health: Pick<LoopHealth, 'drainNeeded'>;
+}
+
+/**
+ * The loop's side of retries: re-claims those that are due and hands them to the delivery, and
+ * at stop gives the ones still waiting to peers, each due when it would have been here.
+ */
+export class RetryClaims {
+  constructor(
+    private readonly context: Pick<
+      LoopContext,
+      'stream' | 'group' | 'consumer' | 'where' | 'options' | 'logger' | 'now'
+    >,
+    private readonly parts: RetryClaimsParts,
+  ) {}
+
+  /** When the earliest retry is due; `Infinity` when none waits. */
+  nextDueAt(): number {
+    return this.parts.scheduler.nextDueAt();
+  }
+
+  /** True when a retry is due now. */
+  due(): boolean {
+    return this.parts.scheduler.nextDueAt() <= this.context.now();
+  }
+
+  /**
+   * Hands the retries that are due to the handler: XCLAIM without JUSTID returns their bodies and
+   * adds one to their delivery count (the new attempt), in one command for all of them.
+   */
+  async runDue(): Promise<void> {
+    const { client, scheduler, limiter, settlement, health, delivery } = this.parts;
+    const { stream, group, consumer } = this.context;
+    // in stream order, as any read (and as deliveryCounts' XPENDING range expects)
+    const { count: allowed, window } = await limiter.take(this.context.options.batchSize);
+    const ids = scheduler.takeDue(allowed).sort(compareEntryIds);
+    limiter.refund(allowed - ids.length, window);
+    if (ids.length === 0) return;
+    let entries: RawEntry[];
+    let counts: Map<string, number>;
+    try {
+      entries = await client.claim(stream, group, consumer, 0, ids);
+    } catch (err) {
+      scheduler.putBack(ids);
+      throw err;
+    }
+    try {
+      const won = new Set(entries.map((e) => e.entryId));
+      const missing = ids.filter((id) => !won.has(id));
+      if (missing.length > 0) await settlement.gone(missing);
+      counts = await deliveryCounts(this.context, client, entries);
+    } catch (err) {
+      health.drainNeeded(); // claimed, not started: the own PEL read picks them up
+      throw err;
+    }
+    if (entries.length > 0) await delivery.process(entries, counts, window);
+  }
+
+  /**
+   * At stop: waiting retries go to peers. Each one's idle time is set so that a peer's sweep
+   * (idle >= minIdleMs) takes it when it is due, not before (at once when already due; after
+   * minIdleMs at the latest). Idle times are rounded down to buckets: few commands. Never throws:
+   * what it cannot release stays pending and is reclaimed after minIdleMs.
+   */
+  async releaseAll(): Promise<void> {
+    const waiting = this.parts.scheduler.takeAll();
+    if (waiting.length === 0) return;
+    try {
+      await this.release(waiting);
+    } catch (err) {
+      this.context.logger.error(
+        `${this.context.where}: releasing ${waiting.length} waiting retries at shutdown failed: ` +
+          `${errorText(err)}; they stay pending and are reclaimed after minIdleMs`,
+      );
+    }
+  }
+
+  private async release(waiting: Array<{ entryId: string; dueAt: number }>): Promise<void> {
+    const { stream, group, consumer, options, logger, where } = this.context;
+    const { minIdleMs } = options;
+    const bucket = Math.max(100, Math.ceil(minIdleMs / 20));
+    const now = this.context.now();
+    const byIdle = new Map<number, string[]>();
+    for (const { entryId, dueAt } of waiting) {
+      const idle = Math.max(0, minIdleMs - Math.max(0, dueAt - now));
+      const rounded = Math.floor(idle / bucket) * bucket;
+      const ids = byIdle.get(rounded);
+      if (ids) ids.push(entryId);
+      else byIdle.set(rounded, [entryId]);
+    }
+    for (const [idle, ids] of byIdle) {
+      await this.parts.client.release(stream, group, consumer, ids, idle);
+    }
+    logger.log(`${where}: released ${waiting.length} waiting retries to peers`);
+  }
+}

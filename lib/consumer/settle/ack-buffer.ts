@@ -1,0 +1,123 @@
+import type { AlongAck, StreamsClient } from '../../redis/stream-roles';
+import type { HandlerErrors, LoopContext } from '../context/loop-context';
+import { NO_RECORDS, type AckRecordSource } from './ack-records';
+
+/** Something with writes to send along the XACK of some entries (checkpoints dropped, ...). */
+export interface AlongAckSource {
+  alongAck(ids: readonly string[]): AlongAck | null;
+}
+
+/** Told how every XACK of the buffer ended (the order of keyed lanes waits on it). */
+export interface AckWatch {
+  /** The server acknowledged `ids` (its reply received). */
+  acked(ids: readonly string[]): void;
+  /** The XACK of `ids` failed: they are not acknowledged (the sender puts them back). */
+  failed(ids: readonly string[], error: unknown): void;
+}
+
+/** What an ack carries besides the XACK. */
+export interface AckWrites {
+  /**
+   * `dedup` / `newerWins` records, written in the same script call as the XACK; the look-up of
+   * the next read rides with it.
+   */
+  records?: Pick<AckRecordSource, 'recordsOf' | 'forget' | 'riding'>;
+  /** Writes sent right behind the XACK, in its round trip. */
+  along?: readonly AlongAckSource[];
+  /** Keyed lanes: told when an XACK's reply is in, or that it failed; absent: nobody waits. */
+  watch?: AckWatch;
+}
+
+/**
+ * Entries handled and waiting for their XACK. The loop sends them with its next read (one round
+ * trip for both), or before a step that reads the own PEL or may wait; acks that failed go back to
+ * the front of the buffer and are sent again. In keyed lanes (partitions, `newerWins`) a key's
+ * next entry waits for the XACK of the one before, so `KeyAckGate` flushes the buffer sooner when
+ * a key waits (docs/partitions.md "Order").
+ */
+export class AckBuffer {
+  private waiting: string[] = [];
+
+  constructor(
+    private readonly context: Pick<LoopContext, 'stream' | 'group' | 'counters'>,
+    private readonly client: Pick<StreamsClient, 'ack' | 'ackRecording'>,
+    private readonly errors: Pick<HandlerErrors, 'forget'>,
+    writes: AckWrites = {},
+  ) {
+    this.records = writes.records ?? NO_RECORDS;
+    this.along = writes.along ?? [];
+    this.watch = writes.watch;
+  }
+
+  private readonly records: Pick<AckRecordSource, 'recordsOf' | 'forget' | 'riding'>;
+  private readonly along: ReadonlyArray<AlongAckSource>;
+  private readonly watch: AckWatch | undefined;
+
+  /** Handled entries: acked with the next send. */
+  add(entryIds: readonly string[]): void {
+    for (const id of entryIds) this.waiting.push(id);
+  }
+
+  /** Takes every waiting ack (to send alongside a read). */
+  take(): string[] {
+    const acks = this.waiting;
+    this.waiting = [];
+    return acks;
+  }
+
+  /** Acks taken whose XACK failed: first in line again. */
+  putBack(entryIds: string[]): void {
+    this.waiting = entryIds.concat(this.waiting);
+  }
+
+  /** Sends every waiting ack now; on failure they wait again and the error is thrown. */
+  async flush(): Promise<void> {
+    const acks = this.take();
+    if (acks.length === 0) return;
+    try {
+      await this.send(acks);
+    } catch (err) {
+      this.putBack(acks);
+      throw err;
+    }
+  }
+
+  /**
+   * XACK of `entryIds`, with the skip records of those handled (`dedup`, `newerWins`) and the
+   * look-up of the next read in the same script call when there are any: counted, and their
+   * handler errors forgotten.
+   */
+  async send(entryIds: string[]): Promise<void> {
+    const { stream, group } = this.context;
+    const along = this.along.flatMap((each) => each.alongAck(entryIds) ?? []);
+    const records = this.records.recordsOf(entryIds);
+    const lookUp = this.client.ackRecording ? this.records.riding?.(entryIds) : undefined;
+    try {
+      if ((records.length > 0 || lookUp) && this.client.ackRecording) {
+        try {
+          const reply = await this.client.ackRecording(
+            stream,
+            group,
+            entryIds,
+            records,
+            along,
+            lookUp?.queries,
+          );
+          lookUp?.answered(reply.found);
+        } catch (err) {
+          lookUp?.missed();
+          throw err;
+        }
+      } else {
+        await this.client.ack(stream, group, entryIds, along);
+      }
+    } catch (err) {
+      this.watch?.failed(entryIds, err);
+      throw err;
+    }
+    this.records.forget(entryIds);
+    this.context.counters.acked(entryIds.length);
+    this.errors.forget(entryIds);
+    this.watch?.acked(entryIds);
+  }
+}

@@ -1,0 +1,369 @@
+import type { CommandLink } from '../connection/command-link';
+import { RATE_BUDGET_SCRIPT, RATE_BUDGET_SHA } from './rate-budget.script';
+import {
+  checkpointKeyOf,
+  rateBudgetKey,
+  recordKeyHeads,
+  type RecordKeyHeads,
+} from '../package-keys';
+import { ACK_RECORDS_SCRIPT, ACK_RECORDS_SHA } from './skip-records.script';
+import { isBusyGroupError, isNoScriptError, isOomError } from '../redis-errors';
+import { parseEntry } from '../connection/reply-shapes';
+import type {
+  AckRecordingReply,
+  AlongAck,
+  AutoClaimPage,
+  LoopCommands,
+  PendingQuery,
+  PendingRow,
+  RateBudgetGrant,
+  RawEntry,
+  SkipQuery,
+  SkipRecord,
+  StreamQueries,
+} from '../stream-roles';
+
+/**
+ * {@link LoopCommands} on one link: the group's setup, acks, claims and PEL queries of a loop.
+ * Every command names its stream first, so on a Cluster it reaches the master of its slot.
+ */
+export class RedisLoopCommands implements LoopCommands {
+  /** The heads of the skip record keys, by stream, then group (built once, not per record). */
+  private readonly recordHeads = new Map<string, Map<string, RecordKeyHeads>>();
+
+  /**
+   * @param link where the commands go.
+   * @param queries XINFO GROUPS, to tell whether a group exists when XGROUP CREATE cannot say.
+   */
+  constructor(
+    private readonly link: CommandLink,
+    private readonly queries: Pick<StreamQueries, 'groups'>,
+  ) {}
+
+  async createGroup(stream: string, group: string, startId: string): Promise<boolean> {
+    try {
+      await this.link.send(['XGROUP', 'CREATE', stream, group, startId, 'MKSTREAM']);
+      return true;
+    } catch (err) {
+      if (isBusyGroupError(err)) return false;
+      // NOTE: at maxmemory (noeviction) Redis answers OOM before it looks for the group, so an
+      // existing group gets OOM, not BUSYGROUP; reads and acks still work: go on with that group.
+      if (isOomError(err) && (await this.groupExists(stream, group))) return false;
+      throw err;
+    }
+  }
+
+  /** True when XINFO GROUPS lists `group`; false when it does not or cannot tell. */
+  private async groupExists(stream: string, group: string): Promise<boolean> {
+    try {
+      return (await this.queries.groups(stream)).some((info) => info.name === group);
+    } catch {
+      return false;
+    }
+  }
+
+  async ack(
+    stream: string,
+    group: string,
+    ids: readonly string[],
+    along: readonly AlongAck[] = [],
+  ): Promise<number> {
+    if (ids.length === 0) return 0;
+    const acked = this.link.send(['XACK', stream, group, ...ids]);
+    return Number(await this.withAlong(stream, group, acked, along));
+  }
+
+  /** `acked` (an XACK, or the script of one), with `along` sent right behind it; its reply. */
+  private async withAlong(
+    stream: string,
+    group: string,
+    acked: Promise<unknown>,
+    along: readonly AlongAck[],
+  ): Promise<unknown> {
+    if (along.length === 0) return acked;
+    // sent right behind the XACK on the same connection: one round trip for all of them. Best
+    // effort: a refused or failed write (an ACL without HDEL on the checkpoint keys) leaves a
+    // record no delivery reads again (its entry is acked), and must not fail the ack itself
+    const writes = along.map((write) =>
+      this.link.send(alongAckCommand(stream, group, write)).catch(() => undefined),
+    );
+    const [reply] = await Promise.all([acked, ...writes]);
+    return reply;
+  }
+
+  async autoClaim(
+    stream: string,
+    group: string,
+    consumer: string,
+    minIdleMs: number,
+    cursor: string,
+    count: number,
+  ): Promise<AutoClaimPage> {
+    const reply = (await this.link.send([
+      'XAUTOCLAIM',
+      stream,
+      group,
+      consumer,
+      minIdleMs,
+      cursor,
+      'COUNT',
+      count,
+    ])) as [string, unknown[], string[] | undefined];
+    const entries: RawEntry[] = [];
+    const deletedIds = Array.isArray(reply[2]) ? reply[2].map(String) : [];
+    for (const item of reply[1] ?? []) {
+      // Redis 6.2 answers a deleted entry as nil (or [id, nil]) instead of the third element.
+      if (item === null) continue;
+      const entry = parseEntry(item);
+      if (entry.fields === null) deletedIds.push(entry.entryId);
+      else entries.push(entry);
+    }
+    return { cursor: String(reply[0]), entries, deletedIds };
+  }
+
+  async takeOver(
+    stream: string,
+    group: string,
+    consumer: string,
+    cursor: string,
+    count: number,
+  ): Promise<{ cursor: string; ids: string[] }> {
+    const reply = (await this.link.send([
+      'XAUTOCLAIM',
+      stream,
+      group,
+      consumer,
+      0,
+      cursor,
+      'COUNT',
+      count,
+      'JUSTID',
+    ])) as [string, unknown[]];
+    return { cursor: String(reply[0]), ids: (reply[1] ?? []).map(String) };
+  }
+
+  async pending(stream: string, group: string, query: PendingQuery): Promise<PendingRow[]> {
+    const args: Array<string | number> = ['XPENDING', stream, group];
+    if (query.minIdleMs !== undefined) args.push('IDLE', query.minIdleMs);
+    args.push(query.start, query.end, query.count);
+    if (query.consumer !== undefined) args.push(query.consumer);
+    const reply = (await this.link.send(args)) as Array<[string, string, number, number]>;
+    return reply.map((row) => ({
+      entryId: String(row[0]),
+      consumer: String(row[1]),
+      idleMs: Number(row[2]),
+      deliveries: Number(row[3]),
+    }));
+  }
+
+  async pendingCount(stream: string, group: string): Promise<number> {
+    const reply = (await this.link.send(['XPENDING', stream, group])) as unknown[];
+    return Number(reply[0]);
+  }
+
+  async claim(
+    stream: string,
+    group: string,
+    consumer: string,
+    minIdleMs: number,
+    ids: readonly string[],
+  ): Promise<RawEntry[]> {
+    if (ids.length === 0) return [];
+    const reply = (await this.link.send([
+      'XCLAIM',
+      stream,
+      group,
+      consumer,
+      minIdleMs,
+      ...ids,
+    ])) as unknown[];
+    const out: RawEntry[] = [];
+    for (const item of reply) if (item !== null) out.push(parseEntry(item));
+    return out;
+  }
+
+  async touch(
+    stream: string,
+    group: string,
+    consumer: string,
+    ids: readonly string[],
+  ): Promise<void> {
+    if (ids.length === 0) return;
+    await this.link.send(['XCLAIM', stream, group, consumer, 0, ...ids, 'JUSTID']);
+  }
+
+  async release(
+    stream: string,
+    group: string,
+    consumer: string,
+    ids: readonly string[],
+    idleMs: number,
+    deliveries?: readonly number[],
+  ): Promise<void> {
+    if (deliveries === undefined) {
+      // counts kept as they are (a waiting retry: its failed attempt was a real delivery)
+      await this.link.send([
+        'XCLAIM',
+        stream,
+        group,
+        consumer,
+        0,
+        ...ids,
+        'IDLE',
+        idleMs,
+        'JUSTID',
+      ]);
+      return;
+    }
+    // RETRYCOUNT is one per XCLAIM: one call per distinct count (usually one, a fresh read's 0)
+    const byCount = new Map<number, string[]>();
+    ids.forEach((id, i) => {
+      const count = deliveries[i];
+      const same = byCount.get(count);
+      if (same) same.push(id);
+      else byCount.set(count, [id]);
+    });
+    await Promise.all(
+      [...byCount].map(([count, same]) =>
+        this.link.send([
+          'XCLAIM',
+          stream,
+          group,
+          consumer,
+          0,
+          ...same,
+          'IDLE',
+          idleMs,
+          'RETRYCOUNT',
+          count,
+          'JUSTID',
+        ]),
+      ),
+    );
+  }
+
+  async takeRateBudget(
+    stream: string,
+    group: string,
+    max: number,
+    perMs: number,
+    want: number,
+  ): Promise<RateBudgetGrant> {
+    const args = [rateBudgetKey(stream, group), max, perMs, want];
+    let reply: unknown;
+    try {
+      reply = await this.link.send(['EVALSHA', RATE_BUDGET_SHA, 1, ...args]);
+    } catch (err) {
+      if (!isNoScriptError(err)) throw err;
+      reply = await this.link.send(['EVAL', RATE_BUDGET_SCRIPT, 1, ...args]);
+    }
+    const [granted, windowLeftMs] = reply as [number, number];
+    return { granted: Number(granted), windowLeftMs: Math.max(1, Number(windowLeftMs)) };
+  }
+
+  async ackRecording(
+    stream: string,
+    group: string,
+    ids: readonly string[],
+    records: readonly SkipRecord[],
+    along: readonly AlongAck[] = [],
+    lookUp: readonly SkipQuery[] = [],
+  ): Promise<AckRecordingReply> {
+    if (records.length === 0 && lookUp.length === 0)
+      return { acked: await this.ack(stream, group, ids, along), found: [] };
+    const heads = this.headsOf(stream, group);
+    // one array, built in place: EVALSHA sha numkeys, then KEYS (the stream, each record's key,
+    // each key looked up), then ARGV (the group, the entry ids, the records in runs of one mode
+    // and ttl: a loop's records come as its `dedup` ones, then its `newerWins` ones; see
+    // ACK_RECORDS_SCRIPT)
+    const call: Array<string | number> = [
+      'EVALSHA',
+      ACK_RECORDS_SHA,
+      1 + records.length + lookUp.length,
+    ];
+    call.push(stream);
+    for (const record of records)
+      call.push(record.kind === 'acked' ? heads.acked + record.id : heads.newest + record.key);
+    for (const query of lookUp) call.push(keyOf(heads, query));
+    call.push(group, ids.length);
+    for (const id of ids) call.push(id);
+    const runsAt = call.push(0) - 1;
+    let runs = 0;
+    let countAt = -1;
+    let count = 0;
+    let mode = '';
+    let ttlMs = -1;
+    for (const record of records) {
+      const next = record.kind === 'acked' ? 'set' : 'max';
+      if (next !== mode || record.ttlMs !== ttlMs) {
+        if (countAt >= 0) call[countAt] = count;
+        mode = next;
+        ttlMs = record.ttlMs;
+        runs++;
+        count = 0;
+        countAt = call.push(mode, ttlMs, 0) - 1;
+        // `set`: the value is the key's tail (the branded id), its head's length sent once
+        if (mode === 'set') call.push(heads.ackedBytes);
+      }
+      if (record.kind === 'newest') call.push(record.id);
+      count++;
+    }
+    if (countAt >= 0) call[countAt] = count;
+    call[runsAt] = runs;
+    const reply = this.link.send(call).catch((err: unknown) => {
+      if (!isNoScriptError(err)) throw err;
+      return this.link.send(['EVAL', ACK_RECORDS_SCRIPT, ...call.slice(2)]);
+    });
+    const values = (await this.withAlong(stream, group, reply, along)) as unknown[];
+    const found: Array<string | null> = new Array<string | null>(values.length - 1);
+    for (let i = 1; i < values.length; i++) found[i - 1] = recordValue(values[i]);
+    return { acked: Number(values[0]), found };
+  }
+
+  async readRecords(
+    stream: string,
+    group: string,
+    queries: readonly SkipQuery[],
+  ): Promise<Array<string | null>> {
+    if (queries.length === 0) return [];
+    const heads = this.headsOf(stream, group);
+    const reply = (await this.link.send([
+      'MGET',
+      ...queries.map((q) => keyOf(heads, q)),
+    ])) as unknown[];
+    return reply.map(recordValue);
+  }
+
+  /** The record key heads of `stream` and `group`, built on first use. */
+  private headsOf(stream: string, group: string): RecordKeyHeads {
+    let byGroup = this.recordHeads.get(stream);
+    if (byGroup === undefined) {
+      byGroup = new Map();
+      this.recordHeads.set(stream, byGroup);
+    }
+    let heads = byGroup.get(group);
+    if (heads === undefined) {
+      heads = recordKeyHeads(stream, group);
+      byGroup.set(group, heads);
+    }
+    return heads;
+  }
+}
+
+/** The key of the record `query` asks for. */
+function keyOf(heads: RecordKeyHeads, query: SkipQuery): string {
+  return query.kind === 'acked' ? heads.acked + query.id : heads.newest + query.key;
+}
+
+/** A record's value as read (`null`: the key holds none). */
+function recordValue(value: unknown): string | null {
+  return value === null || value === undefined ? null : String(value);
+}
+
+/** The command of a write sent along an XACK. */
+function alongAckCommand(stream: string, group: string, write: AlongAck): string[] {
+  switch (write.kind) {
+    case 'dropCheckpoints':
+      return ['HDEL', checkpointKeyOf(stream, group), ...write.entryIds];
+  }
+}

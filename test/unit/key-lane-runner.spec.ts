@@ -1,0 +1,260 @@
+/**
+ * Keyed lanes (lib/consumer/order/key-lane-runner.ts, key-ack-gate.ts, start-slots.ts; docs/partitions.md
+ * "Order"): a key's next entry starts only once the XACK reply of its completed one is in; the
+ * acks of many keys share one XACK while the other keys run; a key waiting for its ack holds no
+ * slot; a failed XACK holds its key's next entry back (pending, for the own PEL drain); the
+ * `concurrency` slots are shared with held keys' lanes, whose starts ask the rate limit.
+ */
+import type { LaneVerdict } from '../../lib/consumer/order/key-lane-runner';
+import type { StartLimiter } from '../../lib/consumer/handle/rate-limiter';
+import { StartSlots } from '../../lib/consumer/handle/start-slots';
+import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
+import { keyed, keyedLanes, type KeyedLanes } from '../support/keyed-lanes';
+import { testLoop, tick } from '../support/loop-context';
+
+/** `perKey` entries of each key, interleaved as a read delivers them: a1 b1 c1 a2 b2 ... */
+function interleaved(keys: string[], perKey: number): StreamMessage<unknown>[] {
+  const list: StreamMessage<unknown>[] = [];
+  for (let n = 1; n <= perKey; n++) for (const key of keys) list.push(keyed(`${key}${n}`, key));
+  return list;
+}
+
+/** A handler of `ms` that logs its start and end and returns. */
+function handlerOf(lanes: KeyedLanes, ms = 2) {
+  let running = 0;
+  let most = 0;
+  const start = async (m: StreamMessage<unknown>): Promise<LaneVerdict> => {
+    lanes.log.push(`start ${m.entryId}`);
+    most = Math.max(most, ++running);
+    await tick(ms);
+    running--;
+    lanes.log.push(`end ${m.entryId}`);
+    return 'ok';
+  };
+  return { start, most: () => most };
+}
+
+/** Index of the first log line of `kind` naming `id`. */
+function at(log: string[], kind: string, id: string): number {
+  return log.findIndex((line) => {
+    const [k, ids] = line.split(' ');
+    return k === kind && ids.split(',').includes(id);
+  });
+}
+
+describe('KeyLaneRunner and KeyAckGate', () => {
+  it("starts a key's next entry only after the XACK reply of its completed one; the last rides with the next read", async () => {
+    const loop = testLoop({ concurrency: 2 });
+    const lanes = keyedLanes(loop);
+    lanes.holdAcks(15);
+    const { start } = handlerOf(lanes);
+    const list = interleaved(['a', 'b', 'c'], 3);
+    const outcome = await lanes.runner.run(list, false, start);
+    expect(outcome.heldBack.size).toBe(0);
+    for (const key of ['a', 'b', 'c'])
+      for (let n = 2; n <= 3; n++) {
+        const acked = at(lanes.log, 'acked', `${key}${n - 1}`);
+        expect(acked).toBeGreaterThan(at(lanes.log, 'end', `${key}${n - 1}`));
+        expect(at(lanes.log, 'start', `${key}${n}`)).toBeGreaterThan(acked);
+      }
+    // nothing waits behind a key's last entry: its ack was not sent, it goes with the next read
+    for (const key of ['a', 'b', 'c']) expect(at(lanes.log, 'xack', `${key}3`)).toBe(-1);
+    expect(lanes.acks.take().sort()).toEqual(['a3', 'b3', 'c3']);
+  });
+
+  it('gathers the acks of many keys into one XACK while the other keys keep running', async () => {
+    const loop = testLoop({ concurrency: 4 });
+    const lanes = keyedLanes(loop);
+    lanes.holdAcks(20);
+    const { start, most } = handlerOf(lanes);
+    const keys = Array.from({ length: 12 }, (_, i) => `k${i}-`);
+    await lanes.runner.run(interleaved(keys, 3), false, start);
+    const xacks = lanes.log.filter((line) => line.startsWith('xack '));
+    const sizes = xacks.map((line) => line.slice(5).split(',').length);
+    // 24 entries have a later one of their key: one XACK each would be 24 round trips
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(24);
+    expect(xacks.length).toBeLessThanOrEqual(8);
+    expect(Math.max(...sizes)).toBeGreaterThanOrEqual(4);
+    // a handler started while an XACK was on the wire
+    const first = lanes.log.indexOf(xacks[0]);
+    const firstReply = lanes.log.findIndex((line) => line.startsWith('acked '));
+    expect(lanes.log.slice(first, firstReply).some((line) => line.startsWith('start '))).toBe(true);
+    expect(most()).toBe(4);
+  });
+
+  it('a key waiting for its acknowledgement holds no concurrency slot', async () => {
+    const loop = testLoop({ concurrency: 1 });
+    const lanes = keyedLanes(loop);
+    lanes.holdAcks(30);
+    const { start, most } = handlerOf(lanes);
+    await lanes.runner.run([keyed('a1', 'a'), keyed('a2', 'a'), keyed('b1', 'b')], false, start);
+    expect(most()).toBe(1);
+    // b1 runs in the only slot while a2 waits for a1's XACK reply
+    expect(at(lanes.log, 'start', 'b1')).toBeGreaterThan(at(lanes.log, 'end', 'a1'));
+    expect(at(lanes.log, 'start', 'b1')).toBeLessThan(at(lanes.log, 'acked', 'a1'));
+    expect(at(lanes.log, 'start', 'a2')).toBeGreaterThan(at(lanes.log, 'acked', 'a1'));
+  });
+
+  it("a failed XACK holds its key's next entry back, pending, and blocks starts until the drain reopens", async () => {
+    const loop = testLoop({ concurrency: 2 });
+    const lanes = keyedLanes(loop);
+    lanes.fake.fail('ack');
+    const { start } = handlerOf(lanes);
+    const outcome = await lanes.runner.run(
+      [keyed('a1', 'a'), keyed('b1', 'b'), keyed('a2', 'a'), keyed('a3', 'a')],
+      false,
+      start,
+    );
+    expect([...outcome.heldBack]).toEqual(['a2', 'a3']);
+    expect(String(outcome.ackFailure?.error)).toMatch(/injected ack failure/);
+    expect(at(lanes.log, 'start', 'a2')).toBe(-1);
+    expect(lanes.gate.blocked).toBe(true);
+    expect(lanes.drains()).toBe(1);
+    expect(loop.logger.has(/warn T\.h on orders\/g: the XACK of entries a1.* failed/)).toBe(true);
+    // while blocked nothing starts, and the failure is reported once
+    const later = await lanes.runner.run([keyed('c1', 'c')], false, start);
+    expect([...later.heldBack]).toEqual(['c1']);
+    expect(later.ackFailure).toBeUndefined();
+    expect(at(lanes.log, 'start', 'c1')).toBe(-1);
+    // the drain begins: a1's ack (put back) goes out before a2 starts
+    lanes.gate.reopen();
+    const drained = await lanes.runner.run([keyed('a2', 'a'), keyed('a3', 'a')], false, start);
+    expect(drained.heldBack.size).toBe(0);
+    expect(at(lanes.log, 'start', 'a2')).toBeGreaterThan(at(lanes.log, 'acked', 'a1'));
+    expect(at(lanes.log, 'start', 'a3')).toBeGreaterThan(at(lanes.log, 'acked', 'a2'));
+  });
+
+  it("a held key's lane shares the loop's concurrency with the batch and asks the rate limit for each start", async () => {
+    const loop = testLoop({ concurrency: 2 });
+    const asked: number[] = [];
+    let refunded = 0;
+    const limiter: StartLimiter = {
+      limits: true,
+      acquire: (want) => {
+        asked.push(want);
+        return Promise.resolve(want);
+      },
+      refund: (count) => void (refunded += count),
+      take: (want) => Promise.resolve({ count: want, window: 1 }),
+      validForMs: () => Infinity,
+      confirm: () => Promise.resolve(),
+    };
+    const lanes = keyedLanes(loop, { limiter });
+    const { start, most } = handlerOf(lanes, 10);
+    const heldLane = [keyed('x1', 'x', 2), keyed('x2', 'x'), keyed('x3', 'x')];
+    await Promise.all([
+      lanes.runner.run(heldLane, true, start),
+      lanes.runner.run(interleaved(['a', 'b', 'c'], 2), false, start),
+    ]);
+    expect(most()).toBe(2);
+    expect(lanes.log.filter((l) => l.startsWith('end '))).toHaveLength(9);
+    // one start per held entry (the retry and those parked behind it); none for the read's
+    expect(asked).toEqual([1, 1, 1]);
+    expect(refunded).toBe(0);
+  });
+
+  it('entries diverted to a held key, and the later ones of a key that becomes held, give back their starts', async () => {
+    const loop = testLoop({ concurrency: 1 });
+    let refunded = 0;
+    const limiter: StartLimiter = {
+      limits: true,
+      acquire: (want) => Promise.resolve(want),
+      refund: (count) => void (refunded += count),
+      take: (want) => Promise.resolve({ count: want, window: 1 }),
+      validForMs: () => Infinity,
+      confirm: () => Promise.resolve(),
+    };
+    const holds: string[] = [];
+    const lanes = keyedLanes(loop, {
+      limiter,
+      held: {
+        divert: (messages) => messages.filter((m) => m.key !== 'h'),
+        hold: (key, message, _error, _delay, rest) =>
+          void holds.push(`${key}:${message.entryId}+${rest.map((m) => m.entryId).join(',')}`),
+      },
+    });
+    const start = async (m: StreamMessage<unknown>): Promise<LaneVerdict> => {
+      await tick();
+      return m.entryId === 'a1' ? { retryInMs: 50, error: new Error('boom') } : 'ok';
+    };
+    const outcome = await lanes.runner.run(
+      [keyed('h1', 'h'), keyed('a1', 'a'), keyed('a2', 'a'), keyed('a3', 'a'), keyed('b1', 'b')],
+      false,
+      start,
+    );
+    expect([...outcome.handed].sort()).toEqual(['a1', 'a2', 'a3', 'h1']);
+    expect(holds).toEqual(['a:a1+a2,a3']);
+    expect(refunded).toBe(3); // h1 diverted, a2 and a3 parked behind a1's retry
+  });
+
+  it('a held lane whose limiter says stop starts nothing more', async () => {
+    const loop = testLoop({ concurrency: 1 });
+    const limiter: StartLimiter = {
+      limits: true,
+      acquire: () => Promise.resolve(0),
+      refund: () => undefined,
+      take: (want) => Promise.resolve({ count: want, window: 1 }),
+      validForMs: () => Infinity,
+      confirm: () => Promise.resolve(),
+    };
+    const lanes = keyedLanes(loop, { limiter });
+    const { start } = handlerOf(lanes);
+    const outcome = await lanes.runner.run([keyed('x1', 'x', 2), keyed('x2', 'x')], true, start);
+    expect(lanes.log.filter((l) => l.startsWith('start '))).toEqual([]);
+    expect(outcome.heldBack.size).toBe(0);
+  });
+});
+
+describe('StartSlots', () => {
+  it('a synchronous handler runs every startable entry at once, without a promise per entry, at concurrency 1 too', async () => {
+    const loop = testLoop({ concurrency: 1 });
+    const lanes = keyedLanes(loop);
+    let running = 0;
+    let most = 0;
+    const start = (m: StreamMessage<unknown>): LaneVerdict => {
+      most = Math.max(most, ++running);
+      lanes.log.push(`start ${m.entryId}`);
+      running--;
+      return 'ok';
+    };
+    const list = interleaved(['a', 'b', 'c', 'd'], 2);
+
+    const run = lanes.runner.run(list, false, start);
+    // before anything was awaited: the first entry of every key ran (their next ones wait for
+    // the XACK); an entry that waits for nothing waits for no microtask either
+    expect(lanes.log).toEqual(['start a1', 'start b1', 'start c1', 'start d1']);
+    expect(lanes.slots.inUse).toBe(0);
+
+    const outcome = await run;
+    expect(outcome.heldBack.size).toBe(0);
+    expect(most).toBe(1);
+    // the second entries once the one XACK of the first four is in
+    expect(lanes.log.slice(4)).toEqual([
+      'xack a1,b1,c1,d1',
+      'acked a1,b1,c1,d1',
+      'start a2',
+      'start b2',
+      'start c2',
+      'start d2',
+    ]);
+  });
+
+  it('hands slots over in the order they were asked for, never more than its size at once', async () => {
+    const slots = new StartSlots(2);
+    expect(slots.take()).toBeNull();
+    expect(slots.take()).toBeNull();
+    const order: string[] = [];
+    const third = slots.take()!.then(() => order.push('third'));
+    const fourth = slots.take()!.then(() => order.push('fourth'));
+    expect(slots.inUse).toBe(2);
+    slots.give();
+    await third;
+    expect(order).toEqual(['third']);
+    slots.give();
+    await fourth;
+    expect(order).toEqual(['third', 'fourth']);
+    slots.give();
+    slots.give();
+    expect(slots.inUse).toBe(0);
+  });
+});
