@@ -126,6 +126,42 @@ describe("a held key's retries", () => {
     expect(windows.length).toBeGreaterThanOrEqual(6); // 24 starts at 4 per window
   });
 
+  it('give back the starts of the entries parked behind them: the other keys run at the full rate meanwhile', async () => {
+    const stream = fresh();
+    const { calls, producer } = await startApp(
+      stream,
+      {
+        rateLimit: { max: 10, perMs: 250 },
+        concurrency: 8,
+        retry: { type: 'fixed', delayMs: 3000 },
+      },
+      1,
+      (m) => m.key === 'a',
+    );
+    await producer.publish(stream, { seq: 0 }, { key: 'a' });
+    await waitFor(() => calls.some((c) => c.key === 'a' && c.endedAt !== undefined), {
+      message: "a's first attempt",
+    });
+    // 80 entries of the held key a (parked behind its retry) between 80 of ten other keys: each
+    // read's starts of a's entries are given back and taken by the next read of the same window
+    await Promise.all(
+      Array.from({ length: 160 }, (_, i) =>
+        producer.publish(stream, { seq: i }, { key: i % 2 === 0 ? 'a' : `b${i % 10}` }),
+      ),
+    );
+    await waitFor(() => calls.some((c) => c.key === 'a' && c.attempts === 2), {
+      timeoutMs: 10_000,
+      message: "a's retry",
+    });
+    const retryAt = calls.find((c) => c.key === 'a' && c.attempts === 2)!.startedAt;
+    const before = calls.filter((c) => c.key.startsWith('b') && c.startedAt < retryAt).length;
+    process.stdout.write(
+      `rateLimit 10 per 250 ms, key a held 3 s: ${before} of 80 other entries started before its retry\n`,
+    );
+    // 80 starts take 8 windows (2 s) at the full rate; starts lost with a's entries would halve it
+    expect(before).toBe(80);
+  });
+
   it('count in concurrency: never more handler calls at once than concurrency, retries included', async () => {
     const stream = fresh();
     const { calls, most, producer } = await startApp(

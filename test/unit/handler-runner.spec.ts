@@ -41,6 +41,33 @@ const batch = (call: (m: StreamMessage<unknown>[]) => unknown): EntryHandler =>
   ({ batch: true, call }) as EntryHandler;
 
 describe('HandlerRunner, per entry', () => {
+  it("below concurrency a batch outlasting its read's rate-limit window: each later start takes a start of the current window", async () => {
+    const loop = testLoop({ concurrency: 1 });
+    let windowLasts = true;
+    const taken: number[] = [];
+    const seen: string[] = [];
+    const runner = new HandlerRunner(
+      loop.context,
+      perEntry(async (m) => {
+        seen.push(m.entryId);
+        await tick(1);
+        windowLasts = false; // the read's window ends while the first entry runs
+      }),
+      undefined,
+      undefined,
+      {
+        holds: (window) => window === undefined || windowLasts,
+        take: (want) => (taken.push(want), Promise.resolve({ count: want, window: 2 })),
+        refund: () => undefined,
+      },
+    );
+    const list = messages(3);
+    const outcome = await runner.run(list, { ...batchOf(list), startsWindow: 1 });
+    expect(outcome.ok).toEqual(['1-0', '2-0', '3-0']);
+    expect(seen).toEqual(['1-0', '2-0', '3-0']);
+    expect(taken).toEqual([1, 1]); // 2-0 and 3-0 began after the window: one start each
+  });
+
   it('a return is ok, a throw is a failure (counted, logged, remembered), a refusal is rejected', async () => {
     const loop = testLoop();
     const boom = new Error('boom');

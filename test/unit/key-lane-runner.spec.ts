@@ -19,6 +19,31 @@ function interleaved(keys: string[], perKey: number): StreamMessage<unknown>[] {
   return list;
 }
 
+/**
+ * A rate limiter that records what the lanes ask of it: each `take` (its `want`) and each refund
+ * (count and window). Starts of `window` hold while `current()` says so; a take gives `grant`.
+ */
+function recordingLimiter({
+  grant = (want: number): number => want,
+  current = (): boolean => true,
+}: { grant?: (want: number) => number; current?: () => boolean } = {}) {
+  const taken: number[] = [];
+  const refunds: Array<{ count: number; window: number | undefined }> = [];
+  const limiter: StartLimiter = {
+    limits: true,
+    acquire: (want) => Promise.resolve(grant(want)),
+    take: (want) => {
+      taken.push(want);
+      return Promise.resolve({ count: grant(want), window: 2 });
+    },
+    refund: (count, window) => void refunds.push({ count, window }),
+    validForMs: () => Infinity,
+    holds: (window) => window === undefined || current(),
+    confirm: (_count, window) => Promise.resolve(window),
+  };
+  return { limiter, taken, refunds };
+}
+
 /** A handler of `ms` that logs its start and end and returns. */
 function handlerOf(lanes: KeyedLanes, ms = 2) {
   let running = 0;
@@ -126,44 +151,56 @@ describe('KeyLaneRunner and KeyAckGate', () => {
 
   it("a held key's lane shares the loop's concurrency with the batch and asks the rate limit for each start", async () => {
     const loop = testLoop({ concurrency: 2 });
-    const asked: number[] = [];
-    let refunded = 0;
-    const limiter: StartLimiter = {
-      limits: true,
-      acquire: (want) => {
-        asked.push(want);
-        return Promise.resolve(want);
-      },
-      refund: (count) => void (refunded += count),
-      take: (want) => Promise.resolve({ count: want, window: 1 }),
-      validForMs: () => Infinity,
-      confirm: () => Promise.resolve(),
-    };
+    const { limiter, taken, refunds } = recordingLimiter();
     const lanes = keyedLanes(loop, { limiter });
     const { start, most } = handlerOf(lanes, 10);
     const heldLane = [keyed('x1', 'x', 2), keyed('x2', 'x'), keyed('x3', 'x')];
     await Promise.all([
       lanes.runner.run(heldLane, true, start),
-      lanes.runner.run(interleaved(['a', 'b', 'c'], 2), false, start),
+      lanes.runner.run(interleaved(['a', 'b', 'c'], 2), false, start, 1),
     ]);
     expect(most()).toBe(2);
     expect(lanes.log.filter((l) => l.startsWith('end '))).toHaveLength(9);
     // one start per held entry (the retry and those parked behind it); none for the read's
-    expect(asked).toEqual([1, 1, 1]);
-    expect(refunded).toBe(0);
+    expect(taken).toEqual([1, 1, 1]);
+    expect(refunds).toEqual([]);
+  });
+
+  it("a read's entry that begins after its window ended takes a start of the current one; one inside it takes none", async () => {
+    // concurrency 1: b1 waits for a1's slot; the read's window ends while a1 runs
+    const loop = testLoop({ concurrency: 1 });
+    let windowLasts = true;
+    const { limiter, taken } = recordingLimiter({ current: () => windowLasts });
+    const lanes = keyedLanes(loop, { limiter });
+    const start = async (m: StreamMessage<unknown>): Promise<LaneVerdict> => {
+      lanes.log.push(`start ${m.entryId}`);
+      await tick(2);
+      windowLasts = false;
+      return 'ok';
+    };
+    await lanes.runner.run([keyed('a1', 'a'), keyed('b1', 'b'), keyed('c1', 'c')], false, start, 1);
+    expect(lanes.log.filter((l) => l.startsWith('start '))).toEqual([
+      'start a1',
+      'start b1',
+      'start c1',
+    ]);
+    // a1 began inside the read's window; b1 and c1 after it, each with a start of its own
+    expect(taken).toEqual([1, 1]);
+  });
+
+  it("a read's entry past its window starts nothing once the limiter says stop", async () => {
+    const loop = testLoop({ concurrency: 1 });
+    const { limiter } = recordingLimiter({ current: () => false, grant: () => 0 });
+    const lanes = keyedLanes(loop, { limiter });
+    const { start } = handlerOf(lanes);
+    const outcome = await lanes.runner.run([keyed('a1', 'a'), keyed('b1', 'b')], false, start, 1);
+    expect(lanes.log.filter((l) => l.startsWith('start '))).toEqual([]);
+    expect([...outcome.heldBack]).toEqual([]);
   });
 
   it('entries diverted to a held key, and the later ones of a key that becomes held, give back their starts', async () => {
     const loop = testLoop({ concurrency: 1 });
-    let refunded = 0;
-    const limiter: StartLimiter = {
-      limits: true,
-      acquire: (want) => Promise.resolve(want),
-      refund: (count) => void (refunded += count),
-      take: (want) => Promise.resolve({ count: want, window: 1 }),
-      validForMs: () => Infinity,
-      confirm: () => Promise.resolve(),
-    };
+    const { limiter, refunds } = recordingLimiter();
     const holds: string[] = [];
     const lanes = keyedLanes(loop, {
       limiter,
@@ -181,22 +218,20 @@ describe('KeyLaneRunner and KeyAckGate', () => {
       [keyed('h1', 'h'), keyed('a1', 'a'), keyed('a2', 'a'), keyed('a3', 'a'), keyed('b1', 'b')],
       false,
       start,
+      1,
     );
     expect([...outcome.handed].sort()).toEqual(['a1', 'a2', 'a3', 'h1']);
     expect(holds).toEqual(['a:a1+a2,a3']);
-    expect(refunded).toBe(3); // h1 diverted, a2 and a3 parked behind a1's retry
+    // h1 diverted, a2 and a3 parked behind a1's retry: given back in the window the read took them
+    expect(refunds).toEqual([
+      { count: 1, window: 1 },
+      { count: 2, window: 1 },
+    ]);
   });
 
   it('a held lane whose limiter says stop starts nothing more', async () => {
     const loop = testLoop({ concurrency: 1 });
-    const limiter: StartLimiter = {
-      limits: true,
-      acquire: () => Promise.resolve(0),
-      refund: () => undefined,
-      take: (want) => Promise.resolve({ count: want, window: 1 }),
-      validForMs: () => Infinity,
-      confirm: () => Promise.resolve(),
-    };
+    const { limiter } = recordingLimiter({ grant: () => 0 });
     const lanes = keyedLanes(loop, { limiter });
     const { start } = handlerOf(lanes);
     const outcome = await lanes.runner.run([keyed('x1', 'x', 2), keyed('x2', 'x')], true, start);

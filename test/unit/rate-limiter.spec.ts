@@ -192,4 +192,50 @@ describe('RateLimiter.confirm with the window of the starts', () => {
     expect(next).toBe('waits');
     stop.abort(); // the clock stands still: the take would wait for ever
   });
+
+  it("another taker's refill in the same window keeps its number: a read's starts stay good and its refunds count", async () => {
+    const c = clock(10_000);
+    const { budget, calls } = (() => {
+      const inner = new ProcessRateBudget({ max: 6, perMs: 1000 }, c.now);
+      const list: number[] = [];
+      return {
+        calls: list,
+        budget: { take: (want: number) => (list.push(want), inner.take(want)) },
+      };
+    })();
+    const limiter = new RateLimiter(budget, { signal: new AbortController().signal, now: c.now });
+    const read = await limiter.take(3);
+    c.advance(100);
+    // a held key's lane empties the hand and refills from the same window of the budget
+    const lane = await limiter.take(1);
+    expect(lane.window).toBe(read.window);
+    expect(limiter.holds(read.window)).toBe(true);
+    // the read's batch starts now: its starts hold, nothing more is taken from the budget
+    expect(await limiter.confirm(3, read.window)).toBe(read.window);
+    expect(calls).toEqual([3, 1]);
+    // the read returned 1 entry: 2 given back count in this window (6 - 3 - 1 + 2 = 4 left)
+    limiter.refund(2, read.window);
+    expect((await limiter.take(10)).count).toBe(4);
+  });
+
+  it('holds(window): starts of a window may begin until its last ms, not after; confirm tells the window they belong to then', async () => {
+    const c = clock(10_000);
+    const limiter = new RateLimiter(new ProcessRateBudget({ max: 4, perMs: 1000 }, c.now), {
+      signal: new AbortController().signal,
+      now: c.now,
+    });
+    const read = await limiter.take(2);
+    expect(limiter.holds(read.window)).toBe(true);
+    expect(limiter.holds(undefined)).toBe(true);
+    c.advance(995);
+    expect(limiter.holds(read.window)).toBe(true);
+    c.advance(3); // 2 ms before the window's end: too late to begin a start of it
+    expect(limiter.holds(read.window)).toBe(false);
+    c.advance(10);
+    expect(limiter.holds(read.window)).toBe(false);
+    const now = await limiter.confirm(2, read.window);
+    expect(now).not.toBe(read.window);
+    expect(limiter.holds(now)).toBe(true);
+    expect(NO_RATE_LIMIT.holds(7)).toBe(true);
+  });
 });

@@ -76,6 +76,12 @@ export interface HandlingBatch extends HeldBatch {
   ok: string[];
   /** Per-entry mode: entries whose handler threw, in the order they failed. */
   failed: FailedEntry[];
+  /**
+   * The rate-limit window of the starts the batch's read took (`StartLimiter.take`); an entry that
+   * begins after it ended takes a start of the current one. Absent: a held key's lane, whose every
+   * attempt takes its own start.
+   */
+  readonly startsWindow?: number;
 }
 
 /** A handler failure: the message and what was thrown (`undefined`: a batch entry not returned). */

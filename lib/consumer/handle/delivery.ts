@@ -177,12 +177,13 @@ export class Delivery {
     if (read.poison.length > 0) await settlement.deadLetter(read.poison, 'max_deliveries');
     if (messages.length === 0) return;
 
-    await this.parts.limiter.confirm(messages.length, window);
+    // the window the batch's starts belong to once confirmed (a late start takes a fresh one)
+    const startsWindow = await this.parts.limiter.confirm(messages.length, window);
     this.parts.heldKeys?.reading(entries, counts);
     // a read that reached the loop after stop() gave up (a shared read's round ended late) was
     // never in hand there: it starts nothing, and is settled (released) here as any unstarted
     const lateRead = this.context.isAbandoned();
-    const outcome = await this.handle(messages, counts);
+    const outcome = await this.handle(messages, counts, startsWindow);
     // stop() gave up waiting: it settled this batch already and closed the connection
     if (this.context.isAbandoned() && !lateRead) return;
     await this.settle(messages, outcome, entries, counts);
@@ -240,6 +241,7 @@ export class Delivery {
   private async handle(
     messages: StreamMessage<unknown>[],
     counts: ReadonlyMap<string, number> | null,
+    startsWindow: number | undefined,
   ): Promise<HandleOutcome> {
     const { heartbeat } = this.parts;
     const ids = messages.map((m) => m.entryId);
@@ -248,6 +250,7 @@ export class Delivery {
     const batch = new BatchInHand(
       ids,
       heartbeat.hold('inHand', () => ids),
+      startsWindow,
     );
     this.current = { batch, messages, counts };
     try {
@@ -272,6 +275,7 @@ class BatchInHand implements HandlingBatch {
   constructor(
     readonly ids: readonly string[],
     private readonly held: HeldBatch,
+    readonly startsWindow?: number,
   ) {
     this.unsettled = new Set(ids);
   }

@@ -5,6 +5,7 @@ import type { BatchAcks, StreamMessage } from '../../interfaces/stream-message.i
 import type { ConsumerLogger, EntryHandler } from '../context/consumer-config';
 import type { KeyLaneRunner, LaneVerdict } from '../order/key-lane-runner';
 import type { KeyRetry } from '../retry/key-retry';
+import { NO_RATE_LIMIT, type StartLimiter } from './rate-limiter';
 import type {
   FailedEntry,
   HandleOutcome,
@@ -41,12 +42,15 @@ export class HandlerRunner implements HandlerErrors {
    *   order, each once the XACK of the one before is in ({@link KeyLaneRunner}).
    * @param keyRetry with `partitions`: how long a failed entry waits for its retry in its key's
    *   lane (`null`: not retried in place); the batch goes on without it.
+   * @param starts the loop's rate limit: an entry that begins after the window of its read's
+   *   starts ended takes a start of the current one (below `concurrency`, a batch may outlast it).
    */
   constructor(
     context: LoopContext,
     private readonly handler: EntryHandler,
     private readonly lanes?: Pick<KeyLaneRunner, 'run'>,
     private readonly keyRetry?: Pick<KeyRetry, 'delayOf'>,
+    private readonly starts: Pick<StartLimiter, 'holds' | 'take' | 'refund'> = NO_RATE_LIMIT,
   ) {
     this.concurrency = context.options.concurrency;
     this.counters = context.counters;
@@ -97,8 +101,11 @@ export class HandlerRunner implements HandlerErrors {
     let unstarted: string[];
     let ackFailure: { error: unknown } | undefined;
     if (this.lanes) {
-      const lanes = await this.lanes.run(messages, heldLane, (message) =>
-        this.startInLane(handler, message, held, rejected),
+      const lanes = await this.lanes.run(
+        messages,
+        heldLane,
+        (message) => this.startInLane(handler, message, held, rejected),
+        held.startsWindow,
       );
       ackFailure = lanes.ackFailure;
       // entries handed to a held key are settled by its lane; held-back ones stay pending
@@ -113,8 +120,18 @@ export class HandlerRunner implements HandlerErrors {
     } else {
       // up to `concurrency` workers take the next entry in stream order (one: strictly in order)
       let next = 0;
+      const { starts } = this;
       const work = async (): Promise<void> => {
         while (next < messages.length && !this.isStopping()) {
+          // a start counts in the window it begins in: past the read's, it takes a current one
+          if (!starts.holds(held.startsWindow)) {
+            const taken = await starts.take(1);
+            if (taken.count === 0) break;
+            if (next >= messages.length || this.isStopping()) {
+              starts.refund(1, taken.window);
+              break;
+            }
+          }
           const running = this.runOne(handler, messages[next++], held, rejected);
           if (running !== undefined) await running;
         }

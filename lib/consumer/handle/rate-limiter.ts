@@ -47,10 +47,18 @@ export interface StartLimiter {
   /** How long (ms) the starts in hand stay good. */
   validForMs(): number;
   /**
-   * Before `count` read entries start: takes fresh starts when the window their starts came from
-   * (`window`, from {@link take}; absent: the current one) is over.
+   * True while starts taken in `window` ({@link take}) may still begin: their window lasts (it
+   * ends a few ms early). A start counts in the window it begins in, so an entry of a read that
+   * waited past its window (for a slot, for its key's XACK) takes a start of the current one first.
+   * Always true without a rate limit or without a window.
    */
-  confirm(count: number, window?: number): Promise<void>;
+  holds(window?: number): boolean;
+  /**
+   * Before `count` read entries start: takes fresh starts when the window their starts came from
+   * (`window`, from {@link take}; absent: the current one) is over. Resolves to the window the
+   * starts belong to now (for {@link holds}).
+   */
+  confirm(count: number, window?: number): Promise<number | undefined>;
 }
 
 /** The limiter of a handler without `rateLimit`: every read may take a whole batch. */
@@ -60,7 +68,8 @@ export const NO_RATE_LIMIT: StartLimiter = Object.freeze({
   take: (want: number) => Promise.resolve({ count: want, window: 0 }),
   refund: () => undefined,
   validForMs: () => Infinity,
-  confirm: () => Promise.resolve(),
+  holds: () => true,
+  confirm: (_count: number, window?: number) => Promise.resolve(window),
 });
 
 /** The few things of the loop the limiter needs. */
@@ -135,10 +144,15 @@ export class RateLimiter implements StartLimiter {
         // top up in one refill; what is in hand goes out even when the budget is spent
         const { granted, windowLeftMs } = await this.budget.take(want - this.permits);
         if (granted > 0) {
-          if (this.permits === 0 || now() >= this.validUntil - WINDOW_END_SLACK_MS) {
-            // the starts in hand (if any) are of an earlier window: a new one begins
+          const endsAt = now() + windowLeftMs;
+          // a refill of the window in hand keeps its number (the starts a read took from it stay
+          // good, and its refunds count); the budget's next window begins a new one
+          if (
+            now() >= this.validUntil - WINDOW_END_SLACK_MS ||
+            endsAt > this.validUntil + WINDOW_END_SLACK_MS
+          ) {
             this.permits = 0;
-            this.validUntil = now() + windowLeftMs;
+            this.validUntil = endsAt;
             this.window++;
           }
           this.permits += granted;
@@ -185,22 +199,28 @@ export class RateLimiter implements StartLimiter {
     return Math.max(1, this.validUntil - this.context.now());
   }
 
+  /** True while starts taken in `window` may still begin ({@link StartLimiter.holds}). */
+  holds(window?: number): boolean {
+    if (window === undefined) return true;
+    return window === this.window && this.context.now() < this.validUntil - WINDOW_END_SLACK_MS;
+  }
+
   /**
    * Before `count` read entries start: when the window their starts came from is over, they take
    * starts of the current window (waiting if needed), so no window sees more than its budget.
    */
   async confirm(
     count: number,
-    window?: number,
+    window: number = this.window,
     signal: AbortSignal = this.context.signal,
-  ): Promise<void> {
+  ): Promise<number> {
     // starts of the window in hand stay good until it ends; those of an earlier window (another
     // loop or a held key's lane began a new one meanwhile) do not count in this one
-    const inWindow = this.context.now() < this.validUntil - WINDOW_END_SLACK_MS;
-    if ((window === undefined || window === this.window) && inWindow) return;
+    if (this.holds(window)) return window;
     for (let need = count; need > 0 && !signal.aborted;) {
       need -= await this.acquire(need, signal);
     }
+    return this.window;
   }
 
   /**
@@ -214,6 +234,7 @@ export class RateLimiter implements StartLimiter {
       take: (want) => this.take(want, signal),
       refund: (count, window) => this.refund(count, window),
       validForMs: () => this.validForMs(),
+      holds: (window) => this.holds(window),
       confirm: (count, window) => this.confirm(count, window, signal),
     };
   }

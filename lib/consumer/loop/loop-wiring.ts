@@ -149,6 +149,7 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
     handler,
     lanes,
     heldKeys ? new KeyRetry(context) : undefined,
+    limiter,
   );
   const checkpoints = new Checkpoints(context, client.checkpoints);
   // a dead letter or a deleted entry leaves with its checkpoint, known here or not

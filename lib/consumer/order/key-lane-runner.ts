@@ -3,7 +3,7 @@ import type { HeldKeys } from './held-keys';
 import type { KeyAckGate } from './key-ack-gate';
 import { keyLanes } from './key-lanes';
 import type { LoopContext } from '../context/loop-context';
-import type { StartLimiter } from '../handle/rate-limiter';
+import type { StartLimiter, Starts } from '../handle/rate-limiter';
 import type { StartSlots } from '../handle/start-slots';
 
 /** How one attempt of an entry in a keyed lane ended. */
@@ -22,8 +22,11 @@ export interface KeyLaneParts {
   readonly gate: Pick<KeyAckGate, 'blocked' | 'turn' | 'completed' | 'takeFailure'>;
   /** The loop's `concurrency`, shared with the lanes of held keys. */
   readonly slots: Pick<StartSlots, 'take' | 'give'>;
-  /** The lane of a held key takes a start for each entry; a read's entries took theirs. */
-  readonly limiter: Pick<StartLimiter, 'acquire' | 'refund'>;
+  /**
+   * The lane of a held key takes a start for each entry; a read's entries took theirs, and one
+   * that begins after their window ended takes a start of the current one.
+   */
+  readonly limiter: Pick<StartLimiter, 'take' | 'refund' | 'holds'>;
   /** Partitions: a failed entry waits for its retry with its key's later entries behind it. */
   readonly held?: Pick<HeldKeys, 'divert' | 'hold'>;
 }
@@ -40,6 +43,14 @@ export interface LanesOutcome {
 
 /** Why an entry of a lane did not start. */
 type NotStarted = 'stopping' | 'blocked';
+
+/** Where the starts of a run come from. */
+interface RunStarts {
+  /** A held key's lane: each attempt takes its own start. */
+  readonly heldLane: boolean;
+  /** A read's run: the rate-limit window of the starts the read took. */
+  readonly window: number | undefined;
+}
 
 /**
  * One attempt of an entry; a verdict at once when the handler returned synchronously (no promise
@@ -68,13 +79,17 @@ export class KeyLaneRunner {
    * can run at once run without a promise of their own.
    * @param heldLane true for the run of a held key's lane: nothing is diverted, and each start
    *   takes a start of the rate limit.
+   * @param startsWindow a read's run: the rate-limit window of the starts the read took; starts it
+   *   does not use are given back in it.
    */
   async run(
     messages: StreamMessage<unknown>[],
     heldLane: boolean,
     start: LaneStart,
+    startsWindow?: number,
   ): Promise<LanesOutcome> {
     const { keyOf, held, limiter, gate } = this.parts;
+    const starts: RunStarts = { heldLane, window: startsWindow };
     const handed = new Set<string>();
     const heldBack = new Set<string>();
     let runnable = messages;
@@ -85,14 +100,14 @@ export class KeyLaneRunner {
         const kept = new Set(runnable);
         for (const m of messages) if (!kept.has(m)) handed.add(m.entryId);
         // their lane takes their starts when it runs them
-        limiter.refund(handed.size);
+        limiter.refund(handed.size, startsWindow);
       }
     }
     const runLane = async (lane: StreamMessage<unknown>[]): Promise<void> => {
       for (let i = 0; i < lane.length; i++) {
         const message = lane[i];
         const key = keyOf(message);
-        const attempted = this.attempt(message, key, heldLane, start);
+        const attempted = this.attempt(message, key, starts, start);
         const verdict = attempted instanceof Promise ? await attempted : attempted;
         if (verdict === 'stopping') return;
         if (verdict === 'blocked') {
@@ -113,7 +128,7 @@ export class KeyLaneRunner {
         );
         handed.add(message.entryId);
         for (const m of rest) handed.add(m.entryId);
-        if (!heldLane) limiter.refund(rest.length);
+        if (!heldLane) limiter.refund(rest.length, startsWindow);
         return;
       }
     };
@@ -122,20 +137,21 @@ export class KeyLaneRunner {
     else if (lanes.length > 1) await Promise.all(lanes.map(runLane));
     if (heldBack.size === 0) return { handed, heldBack };
     // read again by the drain, which takes their starts then
-    if (!heldLane) limiter.refund(heldBack.size);
+    if (!heldLane) limiter.refund(heldBack.size, startsWindow);
     return { handed, heldBack, ackFailure: gate.takeFailure() ?? undefined };
   }
 
   /**
-   * One entry: its key's turn, then a slot (and, in a held lane, a start), then the attempt. When
-   * the key's turn is now and a slot is free, the attempt is made at once (a synchronous handler's
-   * verdict comes back without a promise); when its turn comes later, the same steps run the moment
-   * the XACK's reply is in; a slot to wait for or a held lane's start go to {@link attemptLater}.
+   * One entry: its key's turn, then a slot (and, in a held lane or past the read's window, a
+   * start), then the attempt. When the key's turn is now and a slot is free, the attempt is made at
+   * once (a synchronous handler's verdict comes back without a promise); when its turn comes later,
+   * the same steps run the moment the XACK's reply is in; a slot to wait for or a start to take go
+   * to {@link attemptLater}.
    */
   private attempt(
     message: StreamMessage<unknown>,
     key: string | undefined,
-    heldLane: boolean,
+    starts: RunStarts,
     start: LaneStart,
   ): LaneVerdict | NotStarted | Promise<LaneVerdict | NotStarted> {
     const { gate, slots } = this.parts;
@@ -145,10 +161,10 @@ export class KeyLaneRunner {
     if (gate.blocked) return 'blocked';
     // its turn comes with the XACK's reply: then the same steps, at once if a slot is free
     if (turn !== null)
-      return turn.then((go) => (go ? this.attempt(message, key, heldLane, start) : 'blocked'));
-    if (heldLane) return this.attemptLater(message, heldLane, start);
+      return turn.then((go) => (go ? this.attempt(message, key, starts, start) : 'blocked'));
+    if (this.takesStart(starts)) return this.attemptLater(message, starts, start);
     const slot = slots.take();
-    if (slot) return this.attemptLater(message, heldLane, start, slot);
+    if (slot) return this.attemptLater(message, starts, start, slot);
     let verdict: LaneVerdict | Promise<LaneVerdict>;
     try {
       verdict = start(message);
@@ -163,10 +179,13 @@ export class KeyLaneRunner {
     return verdict.finally(() => slots.give());
   }
 
-  /** {@link attempt} that waits: for a slot, and in a held lane for a start of the rate limit. */
+  /**
+   * {@link attempt} that waits: for a slot, then (in a held lane, or once the read's window is
+   * over: a start counts in the window it begins in) for a start of the rate limit.
+   */
   private async attemptLater(
     message: StreamMessage<unknown>,
-    heldLane: boolean,
+    starts: RunStarts,
     start: LaneStart,
     slotTaken?: Promise<void>,
   ): Promise<LaneVerdict | NotStarted> {
@@ -175,14 +194,23 @@ export class KeyLaneRunner {
     if (slot) await slot;
     try {
       if (this.context.isStopping()) return 'stopping';
-      if (heldLane && (await limiter.acquire(1)) === 0) return 'stopping';
+      let taken: Starts | undefined;
+      if (this.takesStart(starts)) {
+        taken = await limiter.take(1);
+        if (taken.count === 0) return 'stopping';
+      }
       if (gate.blocked) {
-        if (heldLane) limiter.refund(1);
+        if (taken) limiter.refund(1, taken.window);
         return 'blocked';
       }
       return await start(message);
     } finally {
       slots.give();
     }
+  }
+
+  /** A held lane's attempt takes its own start; so does one of a read whose window ended. */
+  private takesStart(starts: RunStarts): boolean {
+    return starts.heldLane || !this.parts.limiter.holds(starts.window);
   }
 }
