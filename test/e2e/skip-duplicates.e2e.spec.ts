@@ -92,6 +92,41 @@ describe('dedup', () => {
     expect(await redis.pttl(keys[0])).toBeGreaterThan(590_000);
   });
 
+  it('a record Redis refuses to write leaves its entry pending, never acked without it; once allowed, the ack and record land and a copy is skipped', async () => {
+    // a user without SET: the ack script's record write is refused (as maxmemory would refuse it)
+    const stream = fresh();
+    await redis.acl('SETUSER', 'noset', 'reset', 'on', '>pw', '~*', '&*', '+@all', '-set');
+    const seen: string[] = [];
+    const url = `redis://noset:pw@127.0.0.1:${server.port}`;
+    const made = makeConsumer({
+      url,
+      stream,
+      group: 'g',
+      options: { dedup: true, blockMs: 50 },
+      handle: (m) => void seen.push(m.entryId),
+    });
+    running.push(made);
+    made.consumer.start();
+    const first = await xadd(stream, 'order-1', { v: 1 });
+    await waitFor(() => seen.length === 1);
+    // the ack goes out with the next reads and is refused each time: the entry stays pending
+    await waitFor(() => made.logger.has(/error .*Redis error .*script/), {
+      message: 'the refused ack logged',
+    });
+    await sleep(300);
+    expect(await pendingCount(stream, 'g')).toBe(1);
+    expect(await redis.exists(`{${stream}}:echo-dedup::g:order-1`)).toBe(0);
+    await redis.acl('SETUSER', 'noset', '+set');
+    await acked(stream, 'g', 1);
+    expect(await redis.get(`{${stream}}:echo-dedup::g:order-1`)).toBe('order-1');
+    await sleep(200);
+    await xadd(stream, 'order-1', { v: 1 });
+    const other = await xadd(stream, 'order-2', { v: 2 });
+    await waitFor(() => seen.length === 2);
+    await acked(stream, 'g', 3);
+    expect(seen).toEqual([first, other]);
+  });
+
   it('a backlog with each id published twice, the copy in the next read: every id runs once, also when a sweep settles the read sent ahead before the XACK of the batch before it', async () => {
     const stream = fresh();
     const batchSize = 10;

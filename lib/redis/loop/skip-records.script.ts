@@ -3,8 +3,12 @@ import { createHash } from 'node:crypto';
 /**
  * XACK and the skip records of the acked entries in one atomic script call (docs/delivery.md
  * "Duplicates and stale replays"): a record is only ever written with its entry's XACK, so only
- * acked entries count. After the writes, the same call reads the records the next read asks for
- * (the look-up rides with the ack: no round trip of its own).
+ * handled entries count. The records go first: Redis does not roll a script back, and a write
+ * refused half-way (`maxmemory` with `noeviction` refuses SET, not XACK; an ACL without `+set`)
+ * must leave the entries pending, to be acked with their records once Redis takes them, never
+ * acked without them (later copies would run again). A record written without its XACK only
+ * lets the redelivery of a handled entry be skipped. After the writes, the same call reads the
+ * records the next read asks for (the look-up rides with the ack: no round trip of its own).
  *
  * - `set` (dedup): `SET key value PX ttl`, the branded id acked by the group;
  * - `max` (newer-wins): a compare-and-set, `value` written only when the key holds nothing or a
@@ -27,10 +31,6 @@ local function greater(a, b)
   return #a > #b
 end
 local count = tonumber(ARGV[2])
-local acked = 0
-for first = 3, 2 + count, 1000 do
-  acked = acked + redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, first, math.min(first + 999, 2 + count)))
-end
 local runs = tonumber(ARGV[3 + count])
 local at = 4 + count
 local key = 2
@@ -54,6 +54,10 @@ for _ = 1, runs do
     end
     at = at + 1
   end
+end
+local acked = 0
+for first = 3, 2 + count, 1000 do
+  acked = acked + redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, first, math.min(first + 999, 2 + count)))
 end
 local reply = { acked }
 for first = key, #KEYS, 1000 do
