@@ -16,6 +16,7 @@ import {
   scriptAvailable,
   type CliRun,
 } from '../support/cli-process';
+import { runCliInProcess } from '../support/cli-in-process';
 import { freePort, RedisServer, stopAllRedisServers } from '../support/redis-server';
 
 let server: RedisServer;
@@ -52,6 +53,21 @@ function expectNoSecret(run: CliRun, secret: string, url: string): void {
   for (const piece of pieces(secret)) {
     expect({ url, piece, found: printed.includes(piece) }).toEqual({ url, piece, found: false });
   }
+}
+
+/**
+ * A matrix of passwords x URL forms: every case through the CLI's command function in this
+ * process, and each URL form once more as a real process with the first password (what a child
+ * writes outside the CLI's own output would show there).
+ */
+async function matrix(
+  cases: Array<{ password: string; url: string }>,
+  args: (url: string) => string[],
+): Promise<CliRun[]> {
+  const inProcess = await eachLimited(cases, ({ url }) => runCliInProcess(args(url)));
+  const once = cases.filter((c) => c.password === PASSWORDS[0]);
+  const processes = await eachLimited(once, ({ url }) => cli(args(url)));
+  return [...inProcess, ...processes];
 }
 
 /** `run` over `items`, three at a time (each a CLI process), results in order. */
@@ -94,7 +110,7 @@ describe('echo-stream CLI never prints a credential', () => {
   });
 
   it('percent-encoded passwords (user info, no scheme, ?password=): connects, shows nothing of them', async () => {
-    const cases = PASSWORDS.flatMap((password) => {
+    const forms = PASSWORDS.flatMap((password) => {
       const enc = encodeURIComponent(password);
       return [
         `redis://:${enc}@${hostPort}`,
@@ -105,7 +121,9 @@ describe('echo-stream CLI never prints a credential', () => {
         `${hostPort}?password=${enc}`,
       ].map((url) => ({ password, url }));
     });
-    const runs = await eachLimited(cases, ({ url }) => cli(['--url', url, '--json', 'streams']));
+    const runs = await matrix(forms, (url) => ['--url', url, '--json', 'streams']);
+    const cases = [...forms, ...forms.filter((c) => c.password === PASSWORDS[0])];
+    expect(runs).toHaveLength(6 * PASSWORDS.length + 6);
     cases.forEach(({ password, url }, i) => {
       expect({ url, code: runs[i].code, stdout: runs[i].stdout }).toEqual({
         url,
@@ -115,10 +133,17 @@ describe('echo-stream CLI never prints a credential', () => {
       expectNoSecret(runs[i], password, url);
     });
     // an error of the command itself (a missing key) after connecting
-    const missing = await eachLimited(PASSWORDS, (password) =>
-      cli(['--url', `redis://:${encodeURIComponent(password)}@${hostPort}`, 'inspect', 'nope']),
-    );
-    PASSWORDS.forEach((password, i) => {
+    const inspectNope = (password: string) => [
+      '--url',
+      `redis://:${encodeURIComponent(password)}@${hostPort}`,
+      'inspect',
+      'nope',
+    ];
+    const missing = [
+      ...(await eachLimited(PASSWORDS, (password) => runCliInProcess(inspectNope(password)))),
+      await cli(inspectNope(PASSWORDS[0])),
+    ];
+    [...PASSWORDS, PASSWORDS[0]].forEach((password, i) => {
       expect([missing[i].code, missing[i].stderr]).toEqual([
         1,
         expect.stringMatching(/no such key/),
@@ -128,7 +153,7 @@ describe('echo-stream CLI never prints a credential', () => {
   }, 180_000);
 
   it('passwords written as they are (not encoded), in every URL form: refused or used, never shown', async () => {
-    const cases = PASSWORDS.flatMap((p) =>
+    const forms = PASSWORDS.flatMap((p) =>
       [
         `redis://:${p}@${hostPort}`,
         `redis://default:${p}@${hostPort}`,
@@ -140,7 +165,9 @@ describe('echo-stream CLI never prints a credential', () => {
         `${hostPort}?password=${p}`,
       ].map((url) => ({ password: p, url })),
     );
-    const runs = await eachLimited(cases, ({ url }) => cli(['--url', url, 'streams']));
+    const runs = await matrix(forms, (url) => ['--url', url, 'streams']);
+    const cases = [...forms, ...forms.filter((c) => c.password === PASSWORDS[0])];
+    expect(runs).toHaveLength(8 * PASSWORDS.length + 8);
     cases.forEach(({ password, url }, i) => {
       const run = runs[i];
       expectNoSecret(run, password, url);

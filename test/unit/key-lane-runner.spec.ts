@@ -75,7 +75,7 @@ describe('KeyLaneRunner and KeyAckGate', () => {
     const { start } = handlerOf(lanes);
     const list = interleaved(['a', 'b', 'c'], 3);
     const outcome = await lanes.runner.run(list, false, start);
-    expect(outcome.heldBack.size).toBe(0);
+    expect(outcome.leftPending.size).toBe(0);
     for (const key of ['a', 'b', 'c'])
       for (let n = 2; n <= 3; n++) {
         const acked = at(lanes.log, 'acked', `${key}${n - 1}`);
@@ -130,7 +130,7 @@ describe('KeyLaneRunner and KeyAckGate', () => {
       false,
       start,
     );
-    expect([...outcome.heldBack]).toEqual(['a2', 'a3']);
+    expect([...outcome.leftPending]).toEqual(['a2', 'a3']);
     expect(String(outcome.ackFailure?.error)).toMatch(/injected ack failure/);
     expect(at(lanes.log, 'start', 'a2')).toBe(-1);
     expect(lanes.gate.blocked).toBe(true);
@@ -138,13 +138,13 @@ describe('KeyLaneRunner and KeyAckGate', () => {
     expect(loop.logger.has(/warn T\.h on orders\/g: the XACK of entries a1.* failed/)).toBe(true);
     // while blocked nothing starts, and the failure is reported once
     const later = await lanes.runner.run([keyed('c1', 'c')], false, start);
-    expect([...later.heldBack]).toEqual(['c1']);
+    expect([...later.leftPending]).toEqual(['c1']);
     expect(later.ackFailure).toBeUndefined();
     expect(at(lanes.log, 'start', 'c1')).toBe(-1);
     // the drain begins: a1's ack (put back) goes out before a2 starts
     lanes.gate.reopen();
     const drained = await lanes.runner.run([keyed('a2', 'a'), keyed('a3', 'a')], false, start);
-    expect(drained.heldBack.size).toBe(0);
+    expect(drained.leftPending.size).toBe(0);
     expect(at(lanes.log, 'start', 'a2')).toBeGreaterThan(at(lanes.log, 'acked', 'a1'));
     expect(at(lanes.log, 'start', 'a3')).toBeGreaterThan(at(lanes.log, 'acked', 'a2'));
   });
@@ -195,7 +195,7 @@ describe('KeyLaneRunner and KeyAckGate', () => {
     const { start } = handlerOf(lanes);
     const outcome = await lanes.runner.run([keyed('a1', 'a'), keyed('b1', 'b')], false, start, 1);
     expect(lanes.log.filter((l) => l.startsWith('start '))).toEqual([]);
-    expect([...outcome.heldBack]).toEqual([]);
+    expect([...outcome.leftPending]).toEqual([]);
   });
 
   it('entries diverted to a held key, and the later ones of a key that becomes held, give back their starts', async () => {
@@ -236,7 +236,7 @@ describe('KeyLaneRunner and KeyAckGate', () => {
     const { start } = handlerOf(lanes);
     const outcome = await lanes.runner.run([keyed('x1', 'x', 2), keyed('x2', 'x')], true, start);
     expect(lanes.log.filter((l) => l.startsWith('start '))).toEqual([]);
-    expect(outcome.heldBack.size).toBe(0);
+    expect(outcome.leftPending.size).toBe(0);
   });
 });
 
@@ -261,7 +261,7 @@ describe('StartSlots', () => {
     expect(lanes.slots.inUse).toBe(0);
 
     const outcome = await run;
-    expect(outcome.heldBack.size).toBe(0);
+    expect(outcome.leftPending.size).toBe(0);
     expect(most).toBe(1);
     // the second entries once the one XACK of the first four is in
     expect(lanes.log.slice(4)).toEqual([

@@ -60,12 +60,12 @@ export interface LoopContext {
 }
 
 /** Entries the heartbeat keeps claimed: when it last claimed or touched them. */
-export interface HeldBatch {
+export interface ClaimedBatch {
   readonly touchedAt: number;
 }
 
 /** The batch in a handler: what started and how each settled, so a timed-out stop can settle it. */
-export interface HandlingBatch extends HeldBatch {
+export interface HandlingBatch extends ClaimedBatch {
   /**
    * Every entry of the batch: all stay ours until the batch is settled (acked, retried or
    * dead-lettered after it), so the heartbeat keeps all of them claimed, not only the unsettled.

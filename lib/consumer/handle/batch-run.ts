@@ -3,7 +3,12 @@ import { errorText } from '../../codec/codecs';
 import { isEntryRejected } from '../../errors/entry-rejected.error';
 import type { BatchAcks, StreamMessage } from '../../interfaces/stream-message.interface';
 import type { EntryHandler } from '../context/consumer-config';
-import type { FailedEntry, HandleOutcome, HandlingBatch, HeldBatch } from '../context/loop-context';
+import type {
+  FailedEntry,
+  HandleOutcome,
+  HandlingBatch,
+  ClaimedBatch,
+} from '../context/loop-context';
 import type { HandlerErrorLog } from './handler-errors';
 
 /** A handler called once per read with all its messages. */
@@ -21,9 +26,9 @@ export class BatchRun {
     private readonly now: () => number,
   ) {}
 
-  async run(messages: StreamMessage<unknown>[], held: HandlingBatch): Promise<HandleOutcome> {
+  async run(messages: StreamMessage<unknown>[], batch: HandlingBatch): Promise<HandleOutcome> {
     const inBatch = new Set(messages.map((m) => m.entryId));
-    for (const id of inBatch) held.started.add(id);
+    for (const id of inBatch) batch.started.add(id);
     const what = `a batch of ${messages.length} (${messages[0].entryId}..)`;
     let returned;
     try {
@@ -41,7 +46,7 @@ export class BatchRun {
       return {
         ok: [],
         unstarted: [],
-        failed: notReturned(messages, inBatch, err, held, this.now()),
+        failed: notReturned(messages, inBatch, err, batch, this.now()),
       };
     }
     if (returned === null || returned === undefined) {
@@ -49,7 +54,7 @@ export class BatchRun {
       return {
         ok: [],
         unstarted: [],
-        failed: notReturned(messages, inBatch, undefined, held, this.now()),
+        failed: notReturned(messages, inBatch, undefined, batch, this.now()),
       };
     }
     let ok: string[];
@@ -64,12 +69,12 @@ export class BatchRun {
         messages.map((m) => m.entryId),
       );
       const all = new Set(messages.map((m) => m.entryId));
-      return { ok: [], unstarted: [], failed: notReturned(messages, all, err, held, this.now()) };
+      return { ok: [], unstarted: [], failed: notReturned(messages, all, err, batch, this.now()) };
     }
     return {
       ok,
       unstarted: [],
-      failed: notReturned(messages, inBatch, undefined, held, this.now()),
+      failed: notReturned(messages, inBatch, undefined, batch, this.now()),
     };
   }
 
@@ -93,10 +98,10 @@ function notReturned(
   messages: readonly StreamMessage<unknown>[],
   left: ReadonlySet<string>,
   error: unknown,
-  held: HeldBatch,
+  batch: ClaimedBatch,
   failedAt: number,
 ): FailedEntry[] {
   return messages
     .filter((m) => left.has(m.entryId))
-    .map((message) => ({ message, error, claimedAt: held.touchedAt, failedAt }));
+    .map((message) => ({ message, error, claimedAt: batch.touchedAt, failedAt }));
 }

@@ -13,7 +13,7 @@ import type {
   FailedEntry,
   HandleOutcome,
   HandlingBatch,
-  HeldBatch,
+  ClaimedBatch,
   LoopContext,
 } from '../context/loop-context';
 import type { StartLimiter } from './rate-limiter';
@@ -274,13 +274,13 @@ class BatchInHand implements HandlingBatch {
 
   constructor(
     readonly ids: readonly string[],
-    private readonly held: HeldBatch,
+    private readonly claim: ClaimedBatch,
     readonly startsWindow?: number,
   ) {
     this.unsettled = new Set(ids);
   }
 
   get touchedAt(): number {
-    return this.held.touchedAt;
+    return this.claim.touchedAt;
   }
 }

@@ -62,21 +62,21 @@ export class HandlerRunner implements HandlerErrors {
   }
 
   /**
-   * Handles `messages`, recording progress in `held`; entries not started at stop are reported.
-   * Entries handed to a held key (partitions), and those held back after a failed XACK (keyed
+   * Handles `messages`, recording progress in `batch`; entries not started at stop are reported.
+   * Entries handed to a held key (partitions), and those left pending after a failed XACK (keyed
    * lanes: they stay pending for the own PEL drain), are in none of the outcome's lists.
    * @param heldLane true for the run of a held key's lane (its entries are not parked again).
    */
   run(
     messages: StreamMessage<unknown>[],
-    held: HandlingBatch,
+    batch: HandlingBatch,
     heldLane = false,
   ): Promise<HandleOutcome> {
     const { strategy } = this;
-    if (!strategy.batch) return strategy.run.run(messages, held, heldLane);
+    if (!strategy.batch) return strategy.run.run(messages, batch, heldLane);
     if (this.isStopping())
       return Promise.resolve({ ok: [], unstarted: messages.map((m) => m.entryId), failed: [] });
-    return strategy.run.run(messages, held);
+    return strategy.run.run(messages, batch);
   }
 
   /** The last handler error this process saw for the entry, if any. */

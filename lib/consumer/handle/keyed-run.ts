@@ -9,7 +9,7 @@ import { isThenable, settleThrow, type PerEntryHandler } from './per-entry-run';
 /**
  * Per-entry mode in lanes by key (`newerWins`, `partitions`): the {@link KeyLaneRunner} orders the
  * starts; this makes each attempt and turns it into a lane verdict. Entries handed to a held key
- * (partitions) and those held back after a failed XACK are in none of the outcome's lists.
+ * (partitions) and those left pending after a failed XACK are in none of the outcome's lists.
  */
 export class KeyedRun {
   constructor(
@@ -28,29 +28,30 @@ export class KeyedRun {
 
   async run(
     messages: StreamMessage<unknown>[],
-    held: HandlingBatch,
+    batch: HandlingBatch,
     heldLane: boolean,
   ): Promise<HandleOutcome> {
     const rejected: RejectedEntry[] = [];
     const lanes = await this.lanes.run(
       messages,
       heldLane,
-      (message) => this.start(message, held, rejected),
-      held.startsWindow,
+      (message) => this.start(message, batch, rejected),
+      batch.startsWindow,
     );
-    // entries handed to a held key are settled by its lane; held-back ones stay pending
-    const { handed, heldBack } = lanes;
+    // entries handed to a held key are settled by its lane; those left pending stay so
+    const { handed, leftPending } = lanes;
     const unstarted = messages
       .filter(
-        (m) => !held.started.has(m.entryId) && !handed.has(m.entryId) && !heldBack.has(m.entryId),
+        (m) =>
+          !batch.started.has(m.entryId) && !handed.has(m.entryId) && !leftPending.has(m.entryId),
       )
       .map((m) => m.entryId);
-    for (const id of handed) held.unsettled.delete(id);
-    for (const id of heldBack) held.unsettled.delete(id);
+    for (const id of handed) batch.unsettled.delete(id);
+    for (const id of leftPending) batch.unsettled.delete(id);
     return {
-      ok: held.ok.splice(0),
+      ok: batch.ok.splice(0),
       unstarted,
-      failed: held.failed.splice(0),
+      failed: batch.failed.splice(0),
       rejected: rejected.length > 0 ? rejected : undefined,
       ackFailure: lanes.ackFailure,
     };
@@ -64,38 +65,38 @@ export class KeyedRun {
    */
   private start(
     message: StreamMessage<unknown>,
-    held: HandlingBatch,
+    batch: HandlingBatch,
     rejected: RejectedEntry[],
   ): LaneVerdict | Promise<LaneVerdict> {
-    held.started.add(message.entryId);
+    batch.started.add(message.entryId);
     let result: unknown;
     try {
       result = this.handler.call(message);
     } catch (err) {
-      held.unsettled.delete(message.entryId);
-      return this.failure(err, message, held, rejected);
+      batch.unsettled.delete(message.entryId);
+      return this.failure(err, message, batch, rejected);
     }
     if (!isThenable(result)) {
-      held.unsettled.delete(message.entryId);
+      batch.unsettled.delete(message.entryId);
       return 'ok';
     }
-    return this.awaitVerdict(result, message, held, rejected);
+    return this.awaitVerdict(result, message, batch, rejected);
   }
 
   /** The end of an attempt whose handler returned a thenable. */
   private async awaitVerdict(
     result: PromiseLike<unknown>,
     message: StreamMessage<unknown>,
-    held: HandlingBatch,
+    batch: HandlingBatch,
     rejected: RejectedEntry[],
   ): Promise<LaneVerdict> {
     try {
       await result;
       return 'ok';
     } catch (err) {
-      return this.failure(err, message, held, rejected);
+      return this.failure(err, message, batch, rejected);
     } finally {
-      held.unsettled.delete(message.entryId);
+      batch.unsettled.delete(message.entryId);
     }
   }
 
@@ -103,21 +104,21 @@ export class KeyedRun {
   private failure(
     err: unknown,
     message: StreamMessage<unknown>,
-    held: HandlingBatch,
+    batch: HandlingBatch,
     rejected: RejectedEntry[],
   ): LaneVerdict {
     const { keyRetry, errors } = this.parts;
     if (keyRetry === undefined || isEntryRejected(err)) {
-      settleThrow(this.parts, err, message, held, rejected);
+      settleThrow(this.parts, err, message, batch, rejected);
       return 'settled';
     }
     errors.failed(err, entryWhat(message), [message.entryId]);
     const retryInMs = keyRetry.delayOf(message, err);
     if (retryInMs !== null) return { retryInMs, error: err };
-    held.failed.push({
+    batch.failed.push({
       message,
       error: err,
-      claimedAt: held.touchedAt,
+      claimedAt: batch.touchedAt,
       failedAt: this.parts.now(),
     });
     return 'settled';

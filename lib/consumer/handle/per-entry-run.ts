@@ -27,14 +27,14 @@ export class PerEntryRun {
     },
   ) {}
 
-  async run(messages: StreamMessage<unknown>[], held: HandlingBatch): Promise<HandleOutcome> {
+  async run(messages: StreamMessage<unknown>[], batch: HandlingBatch): Promise<HandleOutcome> {
     const rejected: RejectedEntry[] = [];
     const { starts, concurrency } = this.parts;
     let next = 0;
     const work = async (): Promise<void> => {
       while (next < messages.length && !this.parts.isStopping()) {
         // a start counts in the window it begins in: past the read's, it takes a current one
-        if (!starts.holds(held.startsWindow)) {
+        if (!starts.holds(batch.startsWindow)) {
           const taken = await starts.take(1);
           if (taken.count === 0) break;
           if (next >= messages.length || this.parts.isStopping()) {
@@ -42,7 +42,7 @@ export class PerEntryRun {
             break;
           }
         }
-        const running = this.runOne(messages[next++], held, rejected);
+        const running = this.runOne(messages[next++], batch, rejected);
         if (running !== undefined) await running;
       }
     };
@@ -50,9 +50,9 @@ export class PerEntryRun {
     if (workers <= 1) await work();
     else await Promise.all(Array.from({ length: workers }, work));
     return {
-      ok: held.ok.splice(0),
+      ok: batch.ok.splice(0),
       unstarted: messages.slice(next).map((m) => m.entryId),
-      failed: held.failed.splice(0),
+      failed: batch.failed.splice(0),
       rejected: rejected.length > 0 ? rejected : undefined,
     };
   }
@@ -63,41 +63,41 @@ export class PerEntryRun {
    */
   private runOne(
     message: StreamMessage<unknown>,
-    held: HandlingBatch,
+    batch: HandlingBatch,
     rejected: RejectedEntry[],
   ): Promise<void> | undefined {
     const { entryId } = message;
-    held.started.add(entryId);
+    batch.started.add(entryId);
     let result: unknown;
     try {
       result = this.handler.call(message);
     } catch (err) {
-      settleThrow(this.parts, err, message, held, rejected);
-      held.unsettled.delete(entryId);
+      settleThrow(this.parts, err, message, batch, rejected);
+      batch.unsettled.delete(entryId);
       return undefined;
     }
     if (!isThenable(result)) {
-      held.ok.push(entryId);
-      held.unsettled.delete(entryId);
+      batch.ok.push(entryId);
+      batch.unsettled.delete(entryId);
       return undefined;
     }
-    return this.settleWhenDone(result, message, held, rejected);
+    return this.settleWhenDone(result, message, batch, rejected);
   }
 
   /** The end of an attempt whose handler returned a thenable. */
   private async settleWhenDone(
     result: PromiseLike<unknown>,
     message: StreamMessage<unknown>,
-    held: HandlingBatch,
+    batch: HandlingBatch,
     rejected: RejectedEntry[],
   ): Promise<void> {
     try {
       await result;
-      held.ok.push(message.entryId);
+      batch.ok.push(message.entryId);
     } catch (err) {
-      settleThrow(this.parts, err, message, held, rejected);
+      settleThrow(this.parts, err, message, batch, rejected);
     }
-    held.unsettled.delete(message.entryId);
+    batch.unsettled.delete(message.entryId);
   }
 }
 
@@ -109,7 +109,7 @@ export function settleThrow(
   parts: { readonly errors: Pick<HandlerErrorLog, 'failed'>; now(): number },
   err: unknown,
   message: StreamMessage<unknown>,
-  held: HandlingBatch,
+  batch: HandlingBatch,
   rejected: RejectedEntry[],
 ): void {
   if (isEntryRejected(err)) {
@@ -121,7 +121,7 @@ export function settleThrow(
     return;
   }
   parts.errors.failed(err, entryWhat(message), [message.entryId]);
-  held.failed.push({ message, error: err, claimedAt: held.touchedAt, failedAt: parts.now() });
+  batch.failed.push({ message, error: err, claimedAt: batch.touchedAt, failedAt: parts.now() });
 }
 
 /** True for a handler's promise (or any thenable it returned). */

@@ -36,7 +36,7 @@ export interface LanesOutcome {
   /** Entries handed to a held key's lane (it settles them). */
   readonly handed: ReadonlySet<string>;
   /** Entries left pending, never started, after an XACK failed (the own PEL drain runs them). */
-  readonly heldBack: ReadonlySet<string>;
+  readonly leftPending: ReadonlySet<string>;
   /** That XACK's failure, when this run's wait sent it (reported once, for the backoff). */
   readonly ackFailure?: { error: unknown };
 }
@@ -91,7 +91,7 @@ export class KeyLaneRunner {
     const { keyOf, held, limiter, gate } = this.parts;
     const starts: RunStarts = { heldLane, window: startsWindow };
     const handed = new Set<string>();
-    const heldBack = new Set<string>();
+    const leftPending = new Set<string>();
     let runnable = messages;
     if (held && !heldLane) {
       // the entries of a held key wait behind its retry (the same array when none is held)
@@ -111,7 +111,7 @@ export class KeyLaneRunner {
         const verdict = attempted instanceof Promise ? await attempted : attempted;
         if (verdict === 'stopping') return;
         if (verdict === 'blocked') {
-          for (let j = i; j < lane.length; j++) heldBack.add(lane[j].entryId);
+          for (let j = i; j < lane.length; j++) leftPending.add(lane[j].entryId);
           return;
         }
         if (verdict === 'ok') gate.completed(message, key);
@@ -135,10 +135,10 @@ export class KeyLaneRunner {
     const lanes = keyLanes(runnable, keyOf);
     if (lanes.length === 1) await runLane(lanes[0]);
     else if (lanes.length > 1) await Promise.all(lanes.map(runLane));
-    if (heldBack.size === 0) return { handed, heldBack };
+    if (leftPending.size === 0) return { handed, leftPending };
     // read again by the drain, which takes their starts then
-    if (!heldLane) limiter.refund(heldBack.size, startsWindow);
-    return { handed, heldBack, ackFailure: gate.takeFailure() ?? undefined };
+    if (!heldLane) limiter.refund(leftPending.size, startsWindow);
+    return { handed, leftPending, ackFailure: gate.takeFailure() ?? undefined };
   }
 
   /**

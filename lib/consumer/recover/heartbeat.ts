@@ -1,13 +1,13 @@
 import { errorText } from '../../codec/codecs';
 import type { StreamsClient } from '../../redis/stream-roles';
-import type { HeldBatch, LoopContext } from '../context/loop-context';
+import type { ClaimedBatch, LoopContext } from '../context/loop-context';
 
 /**
  * A set of entries this consumer holds and keeps claimed: the batch in hand, the entries on the
  * dead-letter path, those read ahead, the retries that wait. The set is touched as one: its clock
  * is that of its least recently touched entry. Only the heartbeat moves the clock forward.
  */
-export class HeldEntries implements HeldBatch {
+export class HeldEntries implements ClaimedBatch {
   private touched: number;
 
   /** @param ids the entries held now (read at each tick) */
