@@ -4,6 +4,7 @@
  * `concurrency` and a KeyLaneRunner over them. The fake's XACK can be held on the wire
  * ({@link KeyedLanes.holdAcks}) and every step is logged in order ({@link KeyedLanes.log}).
  */
+import { AckWriter } from '../../lib/consumer/settle/ack-writer';
 import { AckTurn } from '../../lib/consumer/order/ack-turn';
 import { AckBuffer } from '../../lib/consumer/settle/ack-buffer';
 import type { HeldKeys } from '../../lib/consumer/order/held-keys';
@@ -74,7 +75,12 @@ export function keyedLanes(
       gate.failed(ids, error);
     },
   };
-  const acks = new AckBuffer(loop.context, fake, { forget: () => undefined }, { watch });
+  const acks = new AckBuffer(
+    loop.context,
+    new AckWriter(loop.context, fake),
+    { forget: () => undefined },
+    { watch },
+  );
   fake.overrides.ack = (_stream, _group, ids) => {
     log.push(`xack ${ids.join(',')}`);
     return new Promise((resolve) => setTimeout(() => resolve(ids.length), ackDelayMs));

@@ -1,4 +1,5 @@
 /** The ack buffer (lib/consumer/settle/ack-buffer.ts) against the in-memory client. */
+import { AckWriter } from '../../lib/consumer/settle/ack-writer';
 import { AckBuffer } from '../../lib/consumer/settle/ack-buffer';
 import { FakeStreamsClient } from '../support/fake-streams-client';
 import { C, G, S, testLoop } from '../support/loop-context';
@@ -9,7 +10,9 @@ function setUp() {
   fake.seedJson(S, 5);
   const ids = fake.deliverTo(S, G, C, 5);
   const forgotten: string[] = [];
-  const acks = new AckBuffer(loop.context, fake, { forget: (done) => forgotten.push(...done) });
+  const acks = new AckBuffer(loop.context, new AckWriter(loop.context, fake), {
+    forget: (done) => forgotten.push(...done),
+  });
   return { loop, fake, ids, acks, forgotten };
 }
 
@@ -59,7 +62,7 @@ describe('AckBuffer', () => {
     const told: string[] = [];
     const acks = new AckBuffer(
       loop.context,
-      fake,
+      new AckWriter(loop.context, fake),
       { forget: () => undefined },
       {
         watch: {

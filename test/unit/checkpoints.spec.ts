@@ -3,6 +3,7 @@
  * redeliveries of one read are read in one HMGET, a saved value is JSON, and the XACK (ack buffer,
  * dead-letter path) drops exactly the records this loop knows of.
  */
+import { AckWriter } from '../../lib/consumer/settle/ack-writer';
 import { AckBuffer } from '../../lib/consumer/settle/ack-buffer';
 import { Checkpoints } from '../../lib/consumer/handle/checkpoints';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
@@ -111,12 +112,10 @@ describe('AckBuffer along writes', () => {
       alongAck: (ids: readonly string[]): AlongAck | null =>
         ids.includes('2-0') ? { kind: 'dropCheckpoints', entryIds: ['2-0'] } : null,
     };
-    const acks = new AckBuffer(
-      testLoop().context,
-      client,
-      { forget: () => undefined },
-      { along: [hook] },
-    );
+    const context = testLoop().context;
+    const acks = new AckBuffer(context, new AckWriter(context, client, [hook]), {
+      forget: () => undefined,
+    });
     await acks.send(['1-0']);
     await acks.send(['1-0', '2-0']);
     expect(sent).toEqual([

@@ -1,4 +1,5 @@
 /** The dead-letter path (lib/consumer/settle/dead-letter-path.ts): copy, @DeadLetter methods, XACK. */
+import { AckWriter } from '../../lib/consumer/settle/ack-writer';
 import type { DeadLetterSink } from '../../lib/consumer/context/consumer-config';
 import { DeadLetterPath } from '../../lib/consumer/settle/dead-letter-path';
 import type { DeadLetterCandidate } from '../../lib/consumer/context/loop-context';
@@ -27,7 +28,7 @@ function setUp(
       await deliver(letter);
     },
   };
-  const path = new DeadLetterPath(loop.context, fake, sink);
+  const path = new DeadLetterPath(loop.context, fake, sink, new AckWriter(loop.context, fake));
   const candidate = (id: string, error?: string): DeadLetterCandidate => ({
     entryId: id,
     fields: fake.entries(S).find((e) => e.entryId === id)!.fields,
@@ -144,7 +145,7 @@ describe('DeadLetterPath', () => {
     fake.deliverTo(partitionStream, G, C, 2);
     const letters: DeadLetterMessage[] = [];
     const sink: DeadLetterSink = { handlerCount: 1, deliver: async (l) => void letters.push(l) };
-    const path = new DeadLetterPath(context, fake, sink);
+    const path = new DeadLetterPath(context, fake, sink, new AckWriter(context, fake));
     const fieldsOf = (id: string) =>
       fake.entries(partitionStream).find((e) => e.entryId === id)!.fields;
     const done = await path.send(

@@ -1,4 +1,5 @@
 /** Handling one read and settling it (lib/consumer/handle/delivery.ts), on the in-memory client. */
+import { AckWriter } from '../../lib/consumer/settle/ack-writer';
 import { AckBuffer } from '../../lib/consumer/settle/ack-buffer';
 import { AckRecords } from '../../lib/consumer/settle/ack-records';
 import type { EntryHandler, EntryTracing } from '../../lib/consumer/context/consumer-config';
@@ -33,13 +34,16 @@ function setUp(
   const heartbeat = new Heartbeat(loop.context, fake);
   const scheduler = new RetryScheduler(loop.context);
   const records = skipRules ? new AckRecords(skipRules) : undefined;
-  const acks = new AckBuffer(loop.context, fake, runner, { records });
+  const acks = new AckBuffer(loop.context, new AckWriter(loop.context, fake), runner, { records });
   const settlement = new Settlement(loop.context, {
     client: fake,
-    deadLetters: new DeadLetterPath(loop.context, fake, {
-      handlerCount: 0,
-      deliver: async () => undefined,
-    }),
+    acks: new AckWriter(loop.context, fake),
+    deadLetters: new DeadLetterPath(
+      loop.context,
+      fake,
+      { handlerCount: 0, deliver: async () => undefined },
+      new AckWriter(loop.context, fake),
+    ),
     heartbeat,
     waitingRetries: scheduler,
     errors: runner,
@@ -195,7 +199,7 @@ describe('Delivery', () => {
     });
     const heartbeat = new Heartbeat(loop.context, fake);
     const scheduler = new RetryScheduler(loop.context);
-    const acks = new AckBuffer(loop.context, fake, runner);
+    const acks = new AckBuffer(loop.context, new AckWriter(loop.context, fake), runner);
     const recorded: string[][] = [];
     fake.seedJson(S, 3);
     const entries = await fake.readGroup(S, G, C, 10, '>');
@@ -205,10 +209,13 @@ describe('Delivery', () => {
       runner,
       settlement: new Settlement(loop.context, {
         client: fake,
-        deadLetters: new DeadLetterPath(loop.context, fake, {
-          handlerCount: 0,
-          deliver: async () => undefined,
-        }),
+        acks: new AckWriter(loop.context, fake),
+        deadLetters: new DeadLetterPath(
+          loop.context,
+          fake,
+          { handlerCount: 0, deliver: async () => undefined },
+          new AckWriter(loop.context, fake),
+        ),
         heartbeat,
         waitingRetries: scheduler,
         errors: runner,

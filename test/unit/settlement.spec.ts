@@ -1,4 +1,5 @@
 /** Settling entries other than by a plain ack (lib/consumer/settle/settlement.ts), on the in-memory client. */
+import { AckWriter } from '../../lib/consumer/settle/ack-writer';
 import { DeadLetterPath } from '../../lib/consumer/settle/dead-letter-path';
 import { Heartbeat } from '../../lib/consumer/recover/heartbeat';
 import type { FailedEntry } from '../../lib/consumer/context/loop-context';
@@ -31,7 +32,8 @@ function setUp(sinkCall?: (letter: DeadLetterMessage) => Promise<void>) {
   const lastErrors = new Map<string, string>([[ids[0], 'boom']]);
   const settlement = new Settlement(loop.context, {
     client: fake,
-    deadLetters: new DeadLetterPath(loop.context, fake, sink),
+    acks: new AckWriter(loop.context, fake),
+    deadLetters: new DeadLetterPath(loop.context, fake, sink, new AckWriter(loop.context, fake)),
     heartbeat,
     waitingRetries: scheduler,
     errors: { lastErrorOf: (id) => lastErrors.get(id) },

@@ -4,6 +4,7 @@
  * lib/consumer/settle/ack-buffer.ts) and the rules read from the handler options
  * (lib/consumer/skip/skip-rules.ts), against a small in-memory record store.
  */
+import { AckWriter } from '../../lib/consumer/settle/ack-writer';
 import { AckBuffer } from '../../lib/consumer/settle/ack-buffer';
 import { AckRecords } from '../../lib/consumer/settle/ack-records';
 import { NO_SKIPS, SkipFilter, type SkipVerdicts } from '../../lib/consumer/skip/skip-filter';
@@ -165,7 +166,12 @@ describe('AckRecords + AckBuffer', () => {
     const store = new RecordStore();
     const rules = skipRulesOf({ dedup: true, newerWins: accountOf }) as SkipRules;
     const records = new AckRecords(rules);
-    const buffer = new AckBuffer(loop.context, store, { forget: () => undefined }, { records });
+    const buffer = new AckBuffer(
+      loop.context,
+      new AckWriter(loop.context, store),
+      { forget: () => undefined },
+      { records },
+    );
     const handled = [
       message('1-0', bid(1), 'a'),
       message('2-0', bid(2), 'a'),
@@ -225,7 +231,12 @@ describe('AckRecords + AckBuffer', () => {
     const store = new RecordStore();
     const records = new AckRecords(DEDUP);
     const filter = new SkipFilter(loop.context, store, DEDUP, records);
-    const buffer = new AckBuffer(loop.context, store, { forget: () => undefined }, { records });
+    const buffer = new AckBuffer(
+      loop.context,
+      new AckWriter(loop.context, store),
+      { forget: () => undefined },
+      { records },
+    );
     records.handled([message('1-0', 'order-1')], ['1-0']);
     buffer.add(['1-0']);
     const copy = filter.lookUp([message('2-0', 'order-1')], { ride: true });
@@ -250,7 +261,9 @@ describe('AckRecords + AckBuffer', () => {
   it('without records (skipped entries, options off) it is the plain XACK', async () => {
     const loop = testLoop();
     const store = new RecordStore();
-    const buffer = new AckBuffer(loop.context, store, { forget: () => undefined });
+    const buffer = new AckBuffer(loop.context, new AckWriter(loop.context, store), {
+      forget: () => undefined,
+    });
     buffer.add(['9-0']);
     await buffer.flush();
     expect(store.ackCalls).toEqual([{ ids: ['9-0'], records: [] }]);

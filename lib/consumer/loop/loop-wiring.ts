@@ -4,6 +4,7 @@ import { AckRecords } from '../settle/ack-records';
 import { AckTurn } from '../order/ack-turn';
 import { OwnConnectionRead } from '../read/blocking-read';
 import { Checkpoints } from '../handle/checkpoints';
+import { AckWriter } from '../settle/ack-writer';
 import { ConsumerCounters } from '../context/consumer-counters';
 import type { StreamConsumerConfig } from '../context/consumer-config';
 import { DeadLetterPath } from '../settle/dead-letter-path';
@@ -152,9 +153,10 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
     limiter,
   );
   const checkpoints = new Checkpoints(context, client.checkpoints);
-  // a dead letter or a deleted entry leaves with its checkpoint, known here or not
-  const exits = { alongAck: (ids: readonly string[]) => checkpoints.alongExit(ids) };
-  const deadLetters = new DeadLetterPath(context, client, config.deadLetters, [exits]);
+  // every XACK of the loop and what rides with it: a handled entry's checkpoint dropped, a dead
+  // letter's or a deleted entry's whether this loop knows of it or not
+  const ackWriter = new AckWriter(context, client, [checkpoints]);
+  const deadLetters = new DeadLetterPath(context, client, config.deadLetters, ackWriter);
   const scheduler = new RetryScheduler(context);
   // a partition loop sweeps when its handler's pending probe says so (docs/partitions.md)
   const pace: SweepSchedule =
@@ -166,11 +168,7 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
   if (heldKeys) heartbeat.keep('heldKeys', new HeldEntries(() => heldKeys.ids(), now()));
   const skips =
     skipRules && records ? new SkipFilter(context, client, skipRules, records) : undefined;
-  const acks = new AckBuffer(context, client, runner, {
-    records,
-    along: [checkpoints],
-    watch: keyAcks,
-  });
+  const acks = new AckBuffer(context, ackWriter, runner, { records, watch: keyAcks });
   const pause = new PauseGate(context, {
     probe:
       config.pauses ??
@@ -183,7 +181,7 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
   });
   const settlement = new Settlement(context, {
     client,
-    along: [exits],
+    acks: ackWriter,
     deadLetters,
     heartbeat,
     waitingRetries: scheduler,

@@ -1,11 +1,6 @@
-import type { AlongAck, StreamsClient } from '../../redis/stream-roles';
 import type { HandlerErrors, LoopContext } from '../context/loop-context';
 import { NO_RECORDS, type AckRecordSource } from './ack-records';
-
-/** Something with writes to send along the XACK of some entries (checkpoints dropped, ...). */
-export interface AlongAckSource {
-  alongAck(ids: readonly string[]): AlongAck | null;
-}
+import type { AckWriter } from './ack-writer';
 
 /** Told how every XACK of the buffer ended (the order of keyed lanes waits on it). */
 export interface AckWatch {
@@ -15,15 +10,13 @@ export interface AckWatch {
   failed(ids: readonly string[], error: unknown): void;
 }
 
-/** What an ack carries besides the XACK. */
+/** What an ack carries besides the XACK and its along writes (those are the writer's). */
 export interface AckWrites {
   /**
    * `dedup` / `newerWins` records, written in the same script call as the XACK; the look-up of
    * the next read rides with it.
    */
   records?: Pick<AckRecordSource, 'recordsOf' | 'forget' | 'riding'>;
-  /** Writes sent right behind the XACK, in its round trip. */
-  along?: readonly AlongAckSource[];
   /** Keyed lanes: told when an XACK's reply is in, or that it failed; absent: nobody waits. */
   watch?: AckWatch;
 }
@@ -39,18 +32,16 @@ export class AckBuffer {
   private waiting: string[] = [];
 
   constructor(
-    private readonly context: Pick<LoopContext, 'stream' | 'group' | 'counters'>,
-    private readonly client: Pick<StreamsClient, 'ack' | 'ackRecording'>,
+    private readonly context: Pick<LoopContext, 'counters'>,
+    private readonly writer: Pick<AckWriter, 'handled' | 'records'>,
     private readonly errors: Pick<HandlerErrors, 'forget'>,
     writes: AckWrites = {},
   ) {
     this.records = writes.records ?? NO_RECORDS;
-    this.along = writes.along ?? [];
     this.watch = writes.watch;
   }
 
   private readonly records: Pick<AckRecordSource, 'recordsOf' | 'forget' | 'riding'>;
-  private readonly along: ReadonlyArray<AlongAckSource>;
   private readonly watch: AckWatch | undefined;
 
   /** Handled entries: acked with the next send. */
@@ -88,30 +79,13 @@ export class AckBuffer {
    * handler errors forgotten.
    */
   async send(entryIds: string[]): Promise<void> {
-    const { stream, group } = this.context;
-    const along = this.along.flatMap((each) => each.alongAck(entryIds) ?? []);
     const records = this.records.recordsOf(entryIds);
-    const lookUp = this.client.ackRecording ? this.records.riding?.(entryIds) : undefined;
+    const lookUp = this.writer.records ? this.records.riding?.(entryIds) : undefined;
     try {
-      if ((records.length > 0 || lookUp) && this.client.ackRecording) {
-        try {
-          const reply = await this.client.ackRecording(
-            stream,
-            group,
-            entryIds,
-            records,
-            along,
-            lookUp?.queries,
-          );
-          lookUp?.answered(reply.found);
-        } catch (err) {
-          lookUp?.missed();
-          throw err;
-        }
-      } else {
-        await this.client.ack(stream, group, entryIds, along);
-      }
+      const found = await this.writer.handled(entryIds, records, lookUp?.queries);
+      lookUp?.answered(found);
     } catch (err) {
+      lookUp?.missed();
       this.watch?.failed(entryIds, err);
       throw err;
     }

@@ -6,7 +6,8 @@ import type {
   DeadLetterMessage,
   DeadLetterReason,
 } from '../../interfaces/dead-letter-message.interface';
-import type { AlongAck, StreamsClient } from '../../redis/stream-roles';
+import type { StreamsClient } from '../../redis/stream-roles';
+import type { AckWriter } from './ack-writer';
 import type { ConsumerLogger, DeadLetterSink } from '../context/consumer-config';
 import type { DeadLetterCandidate, LoopContext, LoopCounters } from '../context/loop-context';
 
@@ -58,12 +59,10 @@ export class DeadLetterPath {
 
   constructor(
     context: LoopContext,
-    private readonly client: Pick<StreamsClient, 'add' | 'ack'>,
+    private readonly client: Pick<StreamsClient, 'add'>,
     private readonly sink: DeadLetterSink,
-    /** Writes about an entry sent in the round trip of its XACK (its checkpoint dropped, ...). */
-    private readonly along: ReadonlyArray<{
-      alongAck(ids: readonly string[]): AlongAck | null;
-    }> = [],
+    /** The loop's one XACK writer: a dead letter's XACK and what goes with it. */
+    private readonly acks: Pick<AckWriter, 'exited'>,
   ) {
     const { stream, group, consumer, handlerName, options, partition } = context;
     this.route = {
@@ -115,9 +114,7 @@ export class DeadLetterPath {
   }
 
   private async ack(entryId: string): Promise<void> {
-    const ids = [entryId];
-    const along = this.along.flatMap((each) => each.alongAck(ids) ?? []);
-    await this.client.ack(this.route.stream, this.route.group, ids, along);
+    await this.acks.exited([entryId]);
     this.copied.delete(entryId);
     this.counters.deadLettered(1);
   }

@@ -1,5 +1,6 @@
 import type { DeadLetterReason } from '../../interfaces/dead-letter-message.interface';
-import type { AlongAck, RawEntry, StreamsClient } from '../../redis/stream-roles';
+import type { RawEntry, StreamsClient } from '../../redis/stream-roles';
+import type { AckWriter } from './ack-writer';
 import type { DeadLetterPath } from './dead-letter-path';
 import type { Heartbeat } from '../recover/heartbeat';
 import type {
@@ -13,14 +14,14 @@ import type { RetryScheduler } from '../retry/retry-scheduler';
 
 /** What settling entries other than by an ack needs besides the context. */
 export interface SettlementParts {
-  readonly client: Pick<StreamsClient, 'ack' | 'range' | 'release'>;
+  readonly client: Pick<StreamsClient, 'range' | 'release'>;
+  /** The loop's one XACK writer: a deleted entry's XACK and what goes with it. */
+  readonly acks: Pick<AckWriter, 'exited'>;
   readonly deadLetters: Pick<DeadLetterPath, 'send'>;
   readonly heartbeat: Pick<Heartbeat, 'hold' | 'drop'>;
   /** Where a failure goes: the dead-letter path now, or a retry that waits (not `RetryClaims`). */
   readonly waitingRetries: Pick<RetryScheduler, 'route'>;
   readonly errors: Pick<HandlerErrors, 'lastErrorOf'>;
-  /** Writes about entries sent along the XACK of deleted ones (their checkpoints dropped, ...). */
-  readonly along?: ReadonlyArray<{ alongAck(ids: readonly string[]): AlongAck | null }>;
 }
 
 /**
@@ -39,9 +40,8 @@ export class Settlement {
 
   /** Pending entries deleted from the stream: acked and counted, nothing to handle. */
   async deleted(ids: readonly string[]): Promise<void> {
-    const { stream, group, where, counters, logger } = this.context;
-    const along = (this.parts.along ?? []).flatMap((each) => each.alongAck(ids) ?? []);
-    await this.parts.client.ack(stream, group, ids, along);
+    const { where, counters, logger } = this.context;
+    await this.parts.acks.exited(ids);
     counters.deleted(ids.length);
     logger.warn(
       `${where}: ${ids.length} pending entries were deleted from the stream (${ids.join(', ')}); acked, nothing to handle`,

@@ -1,0 +1,63 @@
+import type { AlongAck, SkipQuery, SkipRecord, StreamsClient } from '../../redis/stream-roles';
+import type { LoopContext } from '../context/loop-context';
+
+/** Something with writes to send in the round trip of some entries' XACK (checkpoints dropped). */
+export interface AlongAckSource {
+  /** The writes along the XACK of entries a handler completed (`null`: none). */
+  alongAck(ids: readonly string[]): AlongAck | null;
+  /**
+   * The writes along the XACK of entries that leave without a handler's ack (a dead letter, an
+   * entry deleted from the stream); absent: the same as {@link alongAck}.
+   */
+  alongExit?(ids: readonly string[]): AlongAck | null;
+}
+
+/**
+ * The one place a loop's XACK is written, with everything that goes with it (docs/ARCHITECTURE.md
+ * "Handle and settle"): the writes sent along in its round trip ({@link AlongAckSource}: the
+ * entries' checkpoints dropped) and, for handled entries of `dedup` / `newerWins`, their skip
+ * records in the same script call, with the look-up of the next read riding in it. The ack
+ * buffer, the settlement of deleted entries and the dead-letter path all ack through it, so what
+ * rides with an XACK is decided here, once.
+ */
+export class AckWriter {
+  constructor(
+    private readonly context: Pick<LoopContext, 'stream' | 'group'>,
+    private readonly client: Pick<StreamsClient, 'ack' | 'ackRecording'>,
+    private readonly along: readonly AlongAckSource[] = [],
+  ) {}
+
+  /** True when records and a look-up can ride with an XACK (the client has the script). */
+  get records(): boolean {
+    return this.client.ackRecording !== undefined;
+  }
+
+  /**
+   * XACK of entries a handler completed, with their along writes; with `records` or a `lookUp`,
+   * all in one script call (the records written before the XACK). Resolves to the look-up's
+   * answers, in the order asked (none without a look-up).
+   */
+  async handled(
+    ids: readonly string[],
+    records: readonly SkipRecord[] = [],
+    lookUp?: readonly SkipQuery[],
+  ): Promise<Array<string | null>> {
+    const { stream, group } = this.context;
+    const along = this.along.flatMap((each) => each.alongAck(ids) ?? []);
+    if ((records.length > 0 || lookUp) && this.client.ackRecording) {
+      const reply = await this.client.ackRecording(stream, group, ids, records, along, lookUp);
+      return reply.found;
+    }
+    await this.client.ack(stream, group, ids, along);
+    return [];
+  }
+
+  /** XACK of entries that leave without a handler's ack (a dead letter, a deleted entry). */
+  async exited(ids: readonly string[]): Promise<void> {
+    const { stream, group } = this.context;
+    const along = this.along.flatMap(
+      (each) => (each.alongExit ? each.alongExit(ids) : each.alongAck(ids)) ?? [],
+    );
+    await this.client.ack(stream, group, ids, along);
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * The one XACK writer of a loop (lib/consumer/settle/ack-writer.ts): what rides with an XACK is
+ * decided there for every path (a handled entry, a dead letter, a deleted entry).
+ */
+import { AckWriter } from '../../lib/consumer/settle/ack-writer';
+import type { AlongAck, SkipQuery, SkipRecord } from '../../lib/redis/stream-roles';
+import { testLoop } from '../support/loop-context';
+
+/** A client that records each XACK it is asked for and how. */
+function recordingClient(withScript: boolean) {
+  const calls: Array<{
+    how: 'ack' | 'script';
+    ids: readonly string[];
+    along: readonly AlongAck[];
+    records?: readonly SkipRecord[];
+    lookUp?: readonly SkipQuery[];
+  }> = [];
+  const client = {
+    ack: (_s: string, _g: string, ids: readonly string[], along: readonly AlongAck[] = []) => {
+      calls.push({ how: 'ack', ids, along });
+      return Promise.resolve(ids.length);
+    },
+    ackRecording: withScript
+      ? (
+          _s: string,
+          _g: string,
+          ids: readonly string[],
+          records: readonly SkipRecord[],
+          along: readonly AlongAck[] = [],
+          lookUp?: readonly SkipQuery[],
+        ) => {
+          calls.push({ how: 'script', ids, along, records, lookUp });
+          return Promise.resolve({ acked: ids.length, found: (lookUp ?? []).map(() => 'x') });
+        }
+      : undefined,
+  };
+  return { client, calls };
+}
+
+const checkpoints = {
+  alongAck: (ids: readonly string[]): AlongAck | null =>
+    ids.includes('2-0') ? { kind: 'dropCheckpoints', entryIds: ['2-0'] } : null,
+  alongExit: (ids: readonly string[]): AlongAck => ({
+    kind: 'dropCheckpoints',
+    entryIds: [...ids],
+  }),
+};
+
+describe('AckWriter', () => {
+  it('a handled entry: a plain XACK with its along writes; records or a look-up: one script call', async () => {
+    const { client, calls } = recordingClient(true);
+    const writer = new AckWriter(testLoop().context, client, [checkpoints]);
+    expect(writer.records).toBe(true);
+    expect(await writer.handled(['1-0', '2-0'])).toEqual([]);
+    const record: SkipRecord = { kind: 'acked', id: 'b1', ttlMs: 1000 };
+    const found = await writer.handled(['3-0'], [record], [{ kind: 'acked', id: 'b9' }]);
+    expect(found).toEqual(['x']);
+    expect(calls).toEqual([
+      { how: 'ack', ids: ['1-0', '2-0'], along: [{ kind: 'dropCheckpoints', entryIds: ['2-0'] }] },
+      {
+        how: 'script',
+        ids: ['3-0'],
+        along: [],
+        records: [record],
+        lookUp: [{ kind: 'acked', id: 'b9' }],
+      },
+    ]);
+  });
+
+  it('an entry that leaves without a handler (dead letter, deleted): its exit writes, whatever the loop knew', async () => {
+    const { client, calls } = recordingClient(true);
+    const writer = new AckWriter(testLoop().context, client, [
+      checkpoints,
+      { alongAck: () => ({ kind: 'dropCheckpoints', entryIds: ['other'] }) },
+    ]);
+    await writer.exited(['5-0']);
+    expect(calls).toEqual([
+      {
+        how: 'ack',
+        ids: ['5-0'],
+        along: [
+          { kind: 'dropCheckpoints', entryIds: ['5-0'] },
+          // a source without exit writes sends its ack writes
+          { kind: 'dropCheckpoints', entryIds: ['other'] },
+        ],
+      },
+    ]);
+  });
+
+  it('a client without the script: records are not sent, the XACK is plain', async () => {
+    const { client, calls } = recordingClient(false);
+    const writer = new AckWriter(testLoop().context, client);
+    expect(writer.records).toBe(false);
+    await writer.handled(['1-0'], [{ kind: 'acked', id: 'b1', ttlMs: 1000 }]);
+    expect(calls).toEqual([{ how: 'ack', ids: ['1-0'], along: [] }]);
+  });
+});
