@@ -134,7 +134,7 @@ describe('reclaim (XAUTOCLAIM)', () => {
     leaveIdlePeerEntry(fake);
     run(fake, { options: { minIdleMs: 60_000, claimIntervalMs: 60_000 } });
     await waitFor(() => fake.callsOf('readGroup', isNewRead).length > 0, {
-      timeoutMs: 2000,
+      timeoutMs: 10_000,
       message: 'loop went on to read',
     });
     expect(fake.callsOf('autoClaim').map((c) => c.args[4])).toEqual(['0-0', '7-0']);
@@ -164,7 +164,7 @@ describe('reclaim (XAUTOCLAIM)', () => {
       options: { minIdleMs: 60_000, claimIntervalMs: 60_000, maxClaimPasses: 3, batchSize: 10 },
     });
     await waitFor(() => fake.callsOf('readGroup', isNewRead).length > 0, {
-      timeoutMs: 2000,
+      timeoutMs: 10_000,
       message: 'loop went on to read',
     });
     expect(fake.callsOf('autoClaim').map((c) => c.args[4])).toEqual(['0-0', '1-0', '2-0']);
@@ -181,7 +181,7 @@ describe('reclaim (XAUTOCLAIM)', () => {
     });
     leaveIdlePeerEntry(fake);
     run(fake, { options: { minIdleMs: 60_000, claimIntervalMs: 60_000 } });
-    await waitFor(() => fake.callsOf('readGroup', isNewRead).length > 0, { timeoutMs: 2000 });
+    await waitFor(() => fake.callsOf('readGroup', isNewRead).length > 0, { timeoutMs: 10_000 });
     expect(fake.callsOf('autoClaim')).toHaveLength(6);
   });
 });
@@ -218,13 +218,13 @@ describe('Redis errors and backoff', () => {
     // the streak was reset: the next failure waits 100 ms again
     fake.fail('readGroup', { when: isNewRead, error: new Error('ERR read refused again') });
     await waitFor(() => logger.has(/read refused again\); retrying in 100 ms/), {
-      timeoutMs: 2000,
+      timeoutMs: 10_000,
     });
     await waitFor(
       () =>
         consumer.snapshot().state === 'running' && logger.has(/recovered after 1 failed attempts/),
       {
-        timeoutMs: 2000,
+        timeoutMs: 10_000,
       },
     );
   });
@@ -347,7 +347,7 @@ describe('heartbeat and shutdown', () => {
         );
       },
     });
-    await waitFor(() => seen.length === 1, { timeoutMs: 2000 });
+    await waitFor(() => seen.length === 1, { timeoutMs: 10_000 });
     await consumer.stop(2000);
     expect(seen).toEqual([first]);
     expect(fake.callsOf('release').map((c) => c.args)).toEqual([
@@ -390,8 +390,8 @@ describe('poison sweep', () => {
     const { consumer, logger } = run(fake, {
       options: { minIdleMs: 500, maxDeliveries: 1, claimIntervalMs: 60_000 },
     });
-    await waitFor(() => consumer.snapshot().totalDlq === 1, { timeoutMs: 2000 });
-    await waitFor(() => fake.callsOf('readGroup', isNewRead).length > 0, { timeoutMs: 2000 });
+    await waitFor(() => consumer.snapshot().totalDlq === 1, { timeoutMs: 10_000 });
+    await waitFor(() => fake.callsOf('readGroup', isNewRead).length > 0, { timeoutMs: 10_000 });
     const dlq = fake.entries(`${S}:dlq`);
     expect(dlq).toHaveLength(1);
     expect(dlq[0].fields).toEqual(expect.arrayContaining(['dlq_entry_id', mine]));
@@ -411,11 +411,11 @@ describe('poison sweep', () => {
     fake.fail('add', { error: new Error('ERR dlq write refused') });
     const { consumer, logger } = run(fake, { options: { minIdleMs: 100, claimIntervalMs: 20 } });
     await waitFor(() => logger.has(/Dead-letter path failed .*ERR dlq write refused/), {
-      timeoutMs: 2000,
+      timeoutMs: 10_000,
     });
     expect(fake.pel(S, G).has(pill)).toBe(true);
     await waitFor(() => fake.pel(S, G).size === 0, {
-      timeoutMs: 2000,
+      timeoutMs: 10_000,
       message: 'dead-lettered on a later sweep',
     });
     expect(fake.callsOf('add')).toHaveLength(2);
@@ -448,10 +448,10 @@ describe('waiting retries read again', () => {
       },
       deadLetters: [(letter) => void letters.push(letter)],
     });
-    await waitFor(() => attempts.length === 1, { timeoutMs: 2000, message: 'attempt 1' });
+    await waitFor(() => attempts.length === 1, { timeoutMs: 10_000, message: 'attempt 1' });
     fake.age(S, G, 5000); // the heartbeat fell behind: the waiting retry looks idle
     await waitFor(() => fake.callsOf('autoClaim').some((c) => c.args[3] === 1000), {
-      timeoutMs: 2000,
+      timeoutMs: 10_000,
       message: 'the sweep reclaimed the idle-looking retry',
     });
     await waitFor(() => letters.length === 1, { timeoutMs: 3000, message: 'dead-lettered' });
