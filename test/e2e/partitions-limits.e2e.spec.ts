@@ -277,6 +277,21 @@ describe("a partitioned handler's limits are the handler's, whatever partitions 
     await waitFor(() => calls.filter((c) => c.endedAt !== undefined).length === 30, {
       timeoutMs: 20_000,
       message: '30 keys over 8 partitions, two processes',
+    }).catch(async (err: unknown) => {
+      // the one failure seen (Valkey 9.1, CI) left no trace: say where the entries are
+      const partitions = await Promise.all(
+        Array.from({ length: 8 }, async (_, i) => {
+          const name = `${stream}:p:${i}`;
+          const pending = (await redis.xpending(name, 'g').catch(() => ['-'])) as unknown[];
+          return `p${i}: len ${await redis.xlen(name)}, pending ${String(pending[0])}`;
+        }),
+      );
+      const lease = await redis.hgetall(`{${stream}}:echo-leases:g`);
+      const done = new Set(calls.filter((c) => c.endedAt !== undefined).map((c) => c.key));
+      const missing = Array.from({ length: 30 }, (_, k) => `k${k}`).filter((k) => !done.has(k));
+      throw new Error(
+        `${String(err)}; not handled: ${missing.join(', ')}; ${partitions.join('; ')}; leases ${JSON.stringify(lease)}`,
+      );
     });
     const windows = perWindow(
       calls.map((c) => c.startedAt),
