@@ -95,9 +95,13 @@ describe('KeyLaneRunner and KeyAckGate', () => {
     const keys = Array.from({ length: 12 }, (_, i) => `k${i}-`);
     await lanes.runner.run(interleaved(keys, 3), false, start);
     const xacks = lanes.log.filter((line) => line.startsWith('xack '));
+    const sent = xacks.flatMap((line) => line.slice(5).split(','));
     const sizes = xacks.map((line) => line.slice(5).split(',').length);
-    // 24 entries have a later one of their key: one XACK each would be 24 round trips
-    expect(sizes.reduce((a, b) => a + b, 0)).toBe(24);
+    // 24 entries have a later one of their key: one XACK each would be 24 round trips. A key's
+    // last entry rides along when it completed while another key still waited (timers late under
+    // load), so up to 36 ids go out, each once
+    for (const key of keys) for (const n of [1, 2]) expect(sent).toContain(`${key}${n}`);
+    expect(new Set(sent).size).toBe(sent.length);
     expect(xacks.length).toBeLessThanOrEqual(8);
     expect(Math.max(...sizes)).toBeGreaterThanOrEqual(4);
     // a handler started while an XACK was on the wire
