@@ -329,12 +329,15 @@ describeWithChromium(
       }
       const balanceRow = (account: string) =>
         page.locator(`#balances tr[data-account="${account}"] td`);
-      await waitFor(async () => (await balanceRow('acct-8').allTextContents()).length === 4, {
-        message: 'the page shows the balance of acct-8',
-      });
-      await waitFor(async () => (await balanceRow('acct-8').nth(2).textContent()) === '4', {
-        message: 'the page shows the 4 movements of acct-8 applied',
-      });
+      // the accounts sit on different partitions: each is applied in its own time
+      for (const account of ['acct-7', 'acct-8']) {
+        await waitFor(async () => (await balanceRow(account).allTextContents()).length === 4, {
+          message: `the page shows the balance of ${account}`,
+        });
+        await waitFor(async () => (await balanceRow(account).nth(2).textContent()) === '4', {
+          message: `the page shows the 4 movements of ${account} applied`,
+        });
+      }
       expect(await balanceRow('acct-7').allTextContents()).toEqual([
         'acct-7',
         String(partitionOf('acct-7', 4)),

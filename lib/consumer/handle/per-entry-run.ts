@@ -4,7 +4,7 @@ import type { StreamMessage } from '../../interfaces/stream-message.interface';
 import type { EntryHandler } from '../context/consumer-config';
 import type { HandleOutcome, HandlingBatch, RejectedEntry } from '../context/loop-context';
 import { entryWhat, type HandlerErrorLog } from './handler-errors';
-import type { StartLimiter } from './rate-limiter';
+import { takeOneStart, type StartLimiter } from './rate-limiter';
 
 /** A handler called once per entry. */
 export type PerEntryHandler = Extract<EntryHandler, { batch: false }>;
@@ -34,14 +34,11 @@ export class PerEntryRun {
     const work = async (): Promise<void> => {
       while (next < messages.length && !this.parts.isStopping()) {
         // a start counts in the window it begins in: past the read's, it takes a current one
-        if (!starts.holds(batch.startsWindow)) {
-          const taken = await starts.take(1);
-          if (taken.count === 0) break;
-          if (next >= messages.length || this.parts.isStopping()) {
-            starts.refund(1, taken.window);
-            break;
-          }
-        }
+        if (
+          !starts.holds(batch.startsWindow) &&
+          !(await takeOneStart(starts, () => next < messages.length && !this.parts.isStopping()))
+        )
+          break;
         const running = this.runOne(messages[next++], batch, rejected);
         if (running !== undefined) await running;
       }

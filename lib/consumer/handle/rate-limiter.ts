@@ -72,6 +72,24 @@ export const NO_RATE_LIMIT: StartLimiter = Object.freeze({
   confirm: (_count: number, window?: number) => Promise.resolve(window),
 });
 
+/**
+ * One start of the current window for an entry about to begin outside the starts of its read (a
+ * held key's lane, or an entry whose read's window ended: a start counts in the window it begins
+ * in). `mayBegin` is asked once the start is in hand (the wait may have outlasted the reason to
+ * begin); when it says no, the start is given back. Resolves false when the entry must not begin:
+ * the limiter stopped (no start) or `mayBegin` said no.
+ */
+export async function takeOneStart(
+  limiter: Pick<StartLimiter, 'take' | 'refund'>,
+  mayBegin: () => boolean,
+): Promise<boolean> {
+  const taken = await limiter.take(1);
+  if (taken.count === 0) return false;
+  if (mayBegin()) return true;
+  limiter.refund(1, taken.window);
+  return false;
+}
+
 /** The few things of the loop the limiter needs. */
 export interface RateLimiterContext {
   /** Aborted at stop: a wait for the next window ends at once. */

@@ -3,7 +3,7 @@ import type { HeldKeys } from './held-keys';
 import type { KeyAckGate } from './key-ack-gate';
 import { keyLanes } from './key-lanes';
 import type { LoopContext } from '../context/loop-context';
-import type { StartLimiter, Starts } from '../handle/rate-limiter';
+import { takeOneStart, type StartLimiter } from '../handle/rate-limiter';
 import type { StartSlots } from '../handle/start-slots';
 
 /** How one attempt of an entry in a keyed lane ended. */
@@ -194,15 +194,9 @@ export class KeyLaneRunner {
     if (slot) await slot;
     try {
       if (this.context.isStopping()) return 'stopping';
-      let taken: Starts | undefined;
-      if (this.takesStart(starts)) {
-        taken = await limiter.take(1);
-        if (taken.count === 0) return 'stopping';
-      }
-      if (gate.blocked) {
-        if (taken) limiter.refund(1, taken.window);
-        return 'blocked';
-      }
+      if (this.takesStart(starts) && !(await takeOneStart(limiter, () => !gate.blocked)))
+        return gate.blocked ? 'blocked' : 'stopping';
+      if (gate.blocked) return 'blocked';
       return await start(message);
     } finally {
       slots.give();
