@@ -7,7 +7,7 @@
  */
 import { Injectable, Module, type INestApplication } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { StreamHandler, StreamProducer, type StreamMessage } from '../../lib';
+import { partitionOf, StreamHandler, StreamProducer, type StreamMessage } from '../../lib';
 import { CaptureLogger, createEchoStreamApp } from '../faults/support/nest-app';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
 import { sleep, waitFor } from '../support/wait-for';
@@ -251,6 +251,47 @@ describe("a partitioned handler's limits are the handler's, whatever partitions 
     );
     expect(Math.max(...windows)).toBeLessThanOrEqual(5);
     expect(windows.length).toBeGreaterThanOrEqual(4);
+  });
+
+  it('rateLimit: the windows go to the partition that has entries, not to the empty ones', async () => {
+    const stream = fresh();
+    const calls: Call[] = [];
+    const { producer } = await startApp(
+      stream,
+      { partitions: 8, concurrency: 8, rateLimit: { max: 6, perMs: 500 } },
+      1,
+      () => false,
+      { calls },
+    );
+    await waitFor(
+      async () => {
+        const lease = await redis.hgetall(`{${stream}}:echo-leases:g`);
+        return Array.from({ length: 8 }, (_, i) => lease[`o:${i}`]).every((o) => o === 'a');
+      },
+      { timeoutMs: 10_000, message: 'the 8 partitions owned' },
+    );
+    // 36 entries of four keys of partition 0: six windows' worth; the other 7 partitions empty
+    const keys: string[] = [];
+    for (let k = 0; keys.length < 4; k++) if (partitionOf(`k${k}`, 8) === 0) keys.push(`k${k}`);
+    for (let i = 0; i < 36; i++) await producer.publish(stream, { seq: i }, { key: keys[i % 4] });
+    // a read parked on an empty partition held the starts of its window: about one window in 8
+    // reached partition 0 (36 entries took 23.5 s); at 6 per window they need 3 s
+    await waitFor(() => calls.filter((c) => c.endedAt !== undefined).length === 36, {
+      timeoutMs: 10_000,
+      message: '36 entries of one partition at 6 per 500 ms',
+    });
+    const windows = perWindow(
+      calls.map((c) => c.startedAt),
+      500,
+    );
+    process.stdout.write(
+      `one busy partition of 8, rateLimit 6 per 500 ms: ${windows.join(', ')}\n`,
+    );
+    expect(Math.max(...windows)).toBeLessThanOrEqual(6);
+    for (const key of keys) {
+      const seqs = calls.filter((c) => c.key === key).map((c) => c.seq);
+      expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    }
   });
 
   it("rateLimit 'group': two processes sharing the partitions stay within one budget", async () => {

@@ -4,6 +4,7 @@
  * loop's waits ended by its own stop, and a loop waiting for starts woken by another's refund.
  */
 import { handlerLimits } from '../../lib/consumer/handle/handler-limits';
+import { NO_STARTS_WINDOW } from '../../lib/consumer/handle/pooled-limiter';
 import { NO_RATE_LIMIT } from '../../lib/consumer/handle/rate-limiter';
 
 const noBudget = { takeRateBudget: undefined };
@@ -48,6 +49,28 @@ describe('handlerLimits', () => {
     a.refund(3, taken.window); // A's read got 2 of its 5
     await waiting;
     expect(bGot).toBe(3); // B took the refund at once, not at the window's end
+  });
+
+  it("a loop's read of new entries holds no starts: an empty partition keeps none from the others", async () => {
+    const handler = new AbortController();
+    const limits = handlerLimits(
+      { concurrency: 8, rateLimit: { max: 5, perMs: 60_000, scope: 'process' } },
+      noBudget,
+      's',
+      'g',
+      { signal: handler.signal, now: windowStart },
+    );
+    const idle = limits.limiterFor(new AbortController().signal);
+    const busy = limits.limiterFor(new AbortController().signal);
+    // the idle loop's read: one window's worth at most, no starts taken, parked as long as it likes
+    const read = await idle.readStarts(100);
+    expect(read).toEqual({ count: 5, window: NO_STARTS_WINDOW, parkMs: Infinity });
+    idle.readDone(read, 0);
+    // its entries, had it got any, hold in no window: each takes its start as it begins
+    expect(idle.holds(read.window)).toBe(false);
+    await expect(idle.confirm(3, read.window)).resolves.toBe(NO_STARTS_WINDOW);
+    // every start of the window is still there for the loop whose partition has entries
+    expect((await busy.take(100)).count).toBe(5);
   });
 
   it("a loop's stop ends its wait, not the other loops'", async () => {

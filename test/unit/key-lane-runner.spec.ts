@@ -37,7 +37,8 @@ function recordingLimiter({
       return Promise.resolve({ count: grant(want), window: 2 });
     },
     refund: (count, window) => void refunds.push({ count, window }),
-    validForMs: () => Infinity,
+    readStarts: (want) => Promise.resolve({ count: want, window: 2, parkMs: Infinity }),
+    readDone: () => undefined,
     holds: (window) => window === undefined || current(),
     confirm: (_count, window) => Promise.resolve(window),
   };

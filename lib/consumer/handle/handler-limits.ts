@@ -1,6 +1,7 @@
 import type { ResolvedHandlerOptions } from '../../config/handler-definitions';
 import type { StreamsClient } from '../../redis/stream-roles';
 import { NO_RATE_LIMIT, rateLimiterFor, type StartLimiter } from './rate-limiter';
+import { pooledLimiter } from './pooled-limiter';
 import { StartSlots } from './start-slots';
 
 /**
@@ -40,6 +41,6 @@ export function handlerLimits(
         ? NO_RATE_LIMIT
         : signal === context.signal
           ? limiter
-          : limiter.forLoop(signal),
+          : pooledLimiter(limiter, options.rateLimit?.max ?? 1, signal),
   };
 }

@@ -27,6 +27,12 @@ export interface Starts {
   readonly window: number;
 }
 
+/** The starts of a read of new entries ({@link StartLimiter.readStarts}). */
+export interface ReadStarts extends Starts {
+  /** How long (ms) the read may park: a read holding starts parks no longer than they stay good. */
+  readonly parkMs: number;
+}
+
 /**
  * What the loop asks before it reads: how many entries it may read (and start) now. A handler
  * without `rateLimit` gets {@link NO_RATE_LIMIT}, which always allows a whole batch.
@@ -44,8 +50,15 @@ export interface StartLimiter {
    * than `max`); without a window nothing is given back (the starts stay spent).
    */
   refund(count: number, window?: number): void;
-  /** How long (ms) the starts in hand stay good. */
-  validForMs(): number;
+  /**
+   * Before a read of new entries: how many it may read (up to `want`), the window of their
+   * starts, and how long it may park ({@link ReadStarts}). A loop of its own takes the starts
+   * now and parks no longer than their window; a loop of a shared pool takes none here
+   * (pooled-limiter.ts).
+   */
+  readStarts(want: number): Promise<ReadStarts>;
+  /** That read returned `got` entries: the starts it took and did not use go back. */
+  readDone(starts: ReadStarts, got: number): void;
   /**
    * True while starts taken in `window` ({@link take}) may still begin: their window lasts (it
    * ends a few ms early). A start counts in the window it begins in, so an entry of a read that
@@ -67,7 +80,8 @@ export const NO_RATE_LIMIT: StartLimiter = Object.freeze({
   acquire: (want: number) => Promise.resolve(want),
   take: (want: number) => Promise.resolve({ count: want, window: 0 }),
   refund: () => undefined,
-  validForMs: () => Infinity,
+  readStarts: (want: number) => Promise.resolve({ count: want, window: 0, parkMs: Infinity }),
+  readDone: () => undefined,
   holds: () => true,
   confirm: (_count: number, window?: number) => Promise.resolve(window),
 });
@@ -212,6 +226,17 @@ export class RateLimiter implements StartLimiter {
     });
   }
 
+  /** {@link StartLimiter.readStarts}: the starts now; the read parks no longer than they last. */
+  async readStarts(want: number, signal: AbortSignal = this.context.signal): Promise<ReadStarts> {
+    const starts = await this.take(want, signal);
+    return { ...starts, parkMs: this.validForMs() };
+  }
+
+  /** {@link StartLimiter.readDone}: what the read did not use goes back. */
+  readDone(starts: ReadStarts, got: number): void {
+    this.refund(starts.count - got, starts.window);
+  }
+
   /** How long (ms) the starts in hand stay good: a parked read must not outlive its window. */
   validForMs(): number {
     return Math.max(1, this.validUntil - this.context.now());
@@ -239,22 +264,6 @@ export class RateLimiter implements StartLimiter {
       need -= await this.acquire(need, signal);
     }
     return this.window;
-  }
-
-  /**
-   * This limiter as one loop of several sees it (the partition loops of a handler share one pool
-   * of starts): the same budget and starts, its waits ended by the loop's own stop.
-   */
-  forLoop(signal: AbortSignal): StartLimiter {
-    return {
-      limits: true,
-      acquire: (want) => this.acquire(want, signal),
-      take: (want) => this.take(want, signal),
-      refund: (count, window) => this.refund(count, window),
-      validForMs: () => this.validForMs(),
-      holds: (window) => this.holds(window),
-      confirm: (count, window) => this.confirm(count, window, signal),
-    };
   }
 }
 

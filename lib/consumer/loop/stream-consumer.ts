@@ -137,7 +137,7 @@ export class StreamConsumer {
     const { context, limiter, acks, health, readAhead, parked, delivery } = this.loop;
     const { batchSize } = context.options;
     if (limiter.limits) await acks.flush(); // a throttled loop may wait: ack what is done first
-    const starts = await limiter.take(batchSize);
+    const starts = await limiter.readStarts(batchSize);
     const allowed = starts.count;
     if (context.isStopping()) return;
     // a read sent ahead (no BLOCK) is in or on its way: taken before the acks go out, so the skip
@@ -154,7 +154,7 @@ export class StreamConsumer {
     // no read ahead: the acks go out before the read parks (on its connection they would wait)
     const [ackResult, readResult] = await Promise.all([
       ackDone,
-      ahead ?? settled(this.park(allowed)),
+      ahead ?? settled(this.park(allowed, starts.parkMs)),
     ]);
     parked.end();
     if (readResult.status === 'fulfilled' && ackResult.status === 'fulfilled') health.healthy();
@@ -162,7 +162,7 @@ export class StreamConsumer {
     if (ackResult.status === 'rejected') acks.putBack(sent);
     if (readResult.status === 'fulfilled') {
       const entries = readResult.value;
-      limiter.refund(allowed - entries.length, starts.window);
+      limiter.readDone(starts, entries.length);
       if (entries.length > 0) {
         if (ahead === null && full(entries)) readAhead.start();
         await delivery.process(entries, null, starts.window);
@@ -177,17 +177,18 @@ export class StreamConsumer {
 
   /**
    * Parks a read of up to `count` new entries. It waits no longer than until the next sweep, the
-   * next read of the pause flag or the next retry is due (or, rate limited, than its starts stay good); no single park outlasts
+   * next read of the pause flag or the next retry is due (or than the starts it holds stay good:
+   * `startsLastMs`); no single park outlasts
    * `blockMs`. Recovering, it comes back after one park, so the read that proves Redis healthy
    * again ends the backoff streak (and says so) at once: a shared read may wait across rounds.
    */
-  private park(count: number): Promise<RawEntry[]> {
-    const { context, retries, pace, pause, limiter, health, parked } = this.loop;
+  private park(count: number, startsLastMs: number): Promise<RawEntry[]> {
+    const { context, retries, pace, pause, health, parked } = this.loop;
     const { blockMs } = context.options;
     const now = context.now();
     const retryDueAt = retries.nextDueAt();
     let wait = Math.max(1, Math.min(pace.nextAt, retryDueAt, pause.nextAt) - now);
-    wait = Math.min(wait, limiter.validForMs());
+    wait = Math.min(wait, startsLastMs);
     if (health.recovering) wait = Math.min(wait, blockMs);
     return parked.read(count, wait, blockMs, retryDueAt - now);
   }
