@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * npm run servers [-- <name>...]: brings the server builds the matrix tests on (Valkey 8.0, Valkey
- * 9.1, Redis 8.0; see scripts/lib/echo-server.mjs) into `.servers/<name>/`, from Debian's own
+ * 9.1, Redis 8.0, Redis 8.6; see scripts/lib/echo-server.mjs) into `.servers/<name>/`, from Debian's own
  * packages on the archive the machine's apt already uses:
  *
  * - `apt-get download` (private lists and cache, the machine's apt state untouched) of
@@ -54,9 +54,14 @@ function seriesOf(version) {
   return /^(?:\d+:)?(\d+\.\d+)\./.exec(version)?.[1];
 }
 
-/** The suite a library comes from: the build's own, or for a backport its base (`bookworm`). */
+/**
+ * The suites a library comes from: the build's own, then for a backport its base (`bookworm`),
+ * for experimental unstable (`sid`: experimental holds only what differs from it).
+ */
 function libSuites(suite) {
-  return suite.endsWith('-backports') ? [suite, suite.replace(/-backports$/, '')] : [suite];
+  if (suite.endsWith('-backports')) return [suite, suite.replace(/-backports$/, '')];
+  if (suite === 'experimental') return [suite, 'sid'];
+  return [suite];
 }
 
 /** The `lib*` packages `fields` depends on (first of each alternative). */

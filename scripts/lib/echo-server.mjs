@@ -6,8 +6,9 @@
  *   valkey8  Valkey 8.0 from Debian bookworm-backports
  *   valkey9  Valkey 9.1 from Debian's newer suite
  *   redis8   Redis 8.0 from Debian's newer suite
+ *   redis86  Redis 8.6 from Debian's experimental suite (with unstable's C library)
  *
- * The three fetched builds are brought by `npm run servers` (scripts/servers.mjs) into
+ * The fetched builds are brought by `npm run servers` (scripts/servers.mjs) into
  * `.servers/<name>/` (or `$ECHO_SERVERS_DIR/<name>/`), each with the C library of its own suite,
  * and described there by a `server.json` this module reads. They run through that C library's
  * loader (`ld-linux... --library-path <its libs> <binary>`), so a newer suite's build runs on an
@@ -31,6 +32,8 @@ export const FETCHED_SERVERS = Object.freeze({
   valkey8: { product: 'Valkey', package: 'valkey', suites: ['bookworm-backports'], series: '8.0' },
   valkey9: { product: 'Valkey', package: 'valkey', suites: ['forky', 'sid'], series: '9.1' },
   redis8: { product: 'Redis', package: 'redis', suites: ['forky', 'sid'], series: '8.0' },
+  // experimental has no C library of its own: its builds run on unstable's (scripts/servers.mjs)
+  redis86: { product: 'Redis', package: 'redis', suites: ['experimental'], series: '8.6' },
 });
 
 /** Every name `ECHO_SERVER` accepts, the default first. */

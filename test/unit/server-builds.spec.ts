@@ -79,7 +79,7 @@ describe('ECHO_SERVER and the command it starts', () => {
 
   it('an unknown name throws, listing the known ones', () => {
     expect(() => chosenServer({ ECHO_SERVER: 'keydb' })).toThrow(
-      'ECHO_SERVER=keydb is not a known server: use one of redis7, valkey8, valkey9, redis8',
+      'ECHO_SERVER=keydb is not a known server: use one of redis7, valkey8, valkey9, redis8, redis86',
     );
   });
 
