@@ -7,4 +7,5 @@ export * from './context/loop-context';
 export * from './context/rate-tracker';
 export * from './retry/retry-policy';
 export * from './retry/retry-scheduler';
+export * from './loop/loop-config';
 export * from './loop/stream-consumer';

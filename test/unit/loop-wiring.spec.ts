@@ -1,6 +1,6 @@
 /** Wiring one loop (lib/consumer/loop/loop-wiring.ts): one context, every step built from it. */
 import { jest } from '@jest/globals';
-import type { StreamConsumerConfig } from '../../lib/consumer/context/consumer-config';
+import type { StreamConsumerConfig } from '../../lib/consumer/loop/loop-config';
 import { wireLoop } from '../../lib/consumer/loop/loop-wiring';
 import { NO_RATE_LIMIT } from '../../lib/consumer/handle/rate-limiter';
 import { resolveHandlerOptions } from '../../lib/config/module-options';

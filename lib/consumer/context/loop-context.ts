@@ -2,7 +2,7 @@ import type { ConsumerState } from '../../interfaces/consumer-snapshot.interface
 import type { StreamMessage } from '../../interfaces/stream-message.interface';
 import type { ResolvedHandlerOptions } from '../../config/handler-definitions';
 import type { ConsumerLogger } from './consumer-config';
-import type { OwnedPartition } from '../partitions/owned-partition';
+import type { OwnedPartition } from './owned-partition';
 
 /**
  * Types the loop's collaborators share. A leaf: it imports no class of this folder, so no two

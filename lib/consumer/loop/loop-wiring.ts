@@ -6,7 +6,7 @@ import { OwnConnectionRead } from '../read/blocking-read';
 import { Checkpoints } from '../handle/checkpoints';
 import { AckWriter } from '../settle/ack-writer';
 import { ConsumerCounters } from '../context/consumer-counters';
-import type { StreamConsumerConfig } from '../context/consumer-config';
+import type { StreamConsumerConfig } from './loop-config';
 import { DeadLetterPath } from '../settle/dead-letter-path';
 import { Delivery } from '../handle/delivery';
 import { HandlerRunner } from '../handle/handler-runner';

@@ -6,7 +6,7 @@ import type {
 } from '../../interfaces/consumer-snapshot.interface';
 import type { PartitionLeases, StreamQueries } from '../../redis/stream-roles';
 import { AckTurn } from '../order/ack-turn';
-import type { StreamConsumerConfig } from '../context/consumer-config';
+import type { StreamConsumerConfig } from './loop-config';
 import { handlerLimits, type HandlerLimits } from '../handle/handler-limits';
 import { PartitionLag } from '../partitions/partition-lag';
 import type { PartitionLinks } from '../partitions/partition-links';

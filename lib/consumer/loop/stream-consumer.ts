@@ -1,7 +1,7 @@
 import { errorText } from '../../codec/codecs';
 import type { ConsumerSnapshot } from '../../interfaces/consumer-snapshot.interface';
 import type { RawEntry } from '../../redis/stream-roles';
-import type { StreamConsumerConfig } from '../context/consumer-config';
+import type { StreamConsumerConfig } from './loop-config';
 import { wireLoop, type LoopParts } from './loop-wiring';
 
 /**
