@@ -87,35 +87,132 @@ const folderRules = LAYERS.flatMap((row, level) =>
 );
 
 /**
- * The engine's capability folders (docs/ARCHITECTURE.md "The engine by capability"): `loop/` builds
- * and runs a loop from all the others, so none of them imports it.
+ * The engine's capability folders (docs/ARCHITECTURE.md "The engine by capability"), from the floor
+ * up: a capability imports the ones before it, each only through its index (its public face); `loop/`,
+ * last, builds and runs a loop from all of them.
  */
 const ENGINE_CAPABILITIES = [
   'context',
-  'read',
-  'handle',
-  'settle',
-  'recover',
-  'retry',
-  'order',
-  'partitions',
   'skip',
+  'health',
+  'limits',
+  'retry',
+  'settle',
+  'read',
+  'order',
+  'handle',
+  'recover',
+  'partitions',
+  'loop',
 ];
-const engineRules = {
-  files: ENGINE_CAPABILITIES.map((folder) => `lib/consumer/${folder}/**/*.ts`),
+const engineRules = ENGINE_CAPABILITIES.map((folder, level) => {
+  const above = ENGINE_CAPABILITIES.slice(level + 1);
+  const below = ENGINE_CAPABILITIES.slice(0, level);
+  return {
+    files: [`lib/consumer/${folder}/**/*.ts`],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: ['..', '../index', '.', './index'].map((name) => ({
+            name,
+            message:
+              "lib/consumer/index.ts is the engine's face for the layers above, and a folder's index its face for the others: import your own folder's files directly.",
+          })),
+          patterns: [
+            ...(above.length === 0
+              ? []
+              : [
+                  {
+                    group: above.flatMap((other) => [`../${other}`, `../${other}/*`]),
+                    message: `lib/consumer/${folder} sits below these capabilities (and loop/ builds and runs a loop from all of them): import from the floor up only (docs/ARCHITECTURE.md, "The engine by capability").`,
+                  },
+                ]),
+            ...(below.length === 0
+              ? []
+              : [
+                  {
+                    group: below.map((other) => `../${other}/*`),
+                    message:
+                      "A capability is reached through its index, its public face: import from '../<capability>', not from its files.",
+                  },
+                ]),
+          ],
+        },
+      ],
+    },
+  };
+});
+
+/**
+ * lib/redis by role (docs/ARCHITECTURE.md "Layers"): a role folder reaches another, and the layers
+ * above reach any, through its index. `stream-roles.ts`, the leaf of role interfaces, names the
+ * files that define them, so that its types load no driver code.
+ */
+const REDIS_ROLES = ['connection', 'loop', 'operator', 'partitions', 'publish'];
+const redisRoleRules = [
+  ...REDIS_ROLES.map((role) => ({
+    files: [`lib/redis/${role}/**/*.ts`],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: REDIS_ROLES.filter((other) => other !== role).map((other) => `../${other}/*`),
+              message:
+                "A role folder of lib/redis is reached through its index: import from '../<role>'.",
+            },
+          ],
+        },
+      ],
+    },
+  })),
+  {
+    files: [
+      'lib/redis/streams-client.ts',
+      'lib/redis/package-keys.ts',
+      'lib/redis/redis-errors.ts',
+    ],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: REDIS_ROLES.map((role) => `./${role}/*`),
+              message:
+                "A role folder of lib/redis is reached through its index: import from './<role>'.",
+            },
+          ],
+        },
+      ],
+    },
+  },
+];
+
+/**
+ * The layers above the engine reach it through lib/consumer/index.ts only, and lib/redis's role
+ * folders through their indexes.
+ */
+const engineFaceRule = {
+  files: LAYERS.flat()
+    .filter((folder) => folder !== 'consumer')
+    .map((folder) => `lib/${folder}/**/*.ts`),
   rules: {
     'no-restricted-imports': [
       'error',
       {
-        paths: ['..', '../index'].map((name) => ({
-          name,
-          message: "lib/consumer/index.ts is the engine's public face, for the layers above.",
-        })),
         patterns: [
           {
-            group: ['../loop', '../loop/*'],
+            group: ['../consumer/*', '../../consumer/*'],
             message:
-              'lib/consumer/loop builds and runs a loop from the capabilities: they never import it (docs/ARCHITECTURE.md).',
+              "The engine's public face is lib/consumer/index.ts: import from '../consumer'.",
+          },
+          {
+            group: REDIS_ROLES.flatMap((role) => [`../redis/${role}/*`, `../../redis/${role}/*`]),
+            message:
+              "A role folder of lib/redis is reached through its index: import from '../redis/<role>'.",
           },
         ],
       },
@@ -134,5 +231,7 @@ export default tseslint.config(
     },
   },
   ...folderRules,
-  engineRules,
+  ...engineRules,
+  engineFaceRule,
+  ...redisRoleRules,
 );

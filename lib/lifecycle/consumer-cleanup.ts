@@ -1,7 +1,7 @@
 import { errorText } from '../codec/codecs';
 import { partitionStreamOf } from '../codec/partition-key';
-import type { ConsumerLogger } from '../consumer/context/consumer-config';
-import type { LifecycleClient } from '../redis/operator/lifecycle-client';
+import type { ConsumerLogger } from '../consumer';
+import type { LifecycleClient } from '../redis/operator';
 import { isNoGroupError } from '../redis/redis-errors';
 
 /** Everything one group's cleanup needs (no Nest types). */

@@ -2,7 +2,7 @@ import { brandedIdOf, decodeEntry, errorText, fieldsToRecord } from '../codec/co
 import type { StreamCodec } from '../interfaces/codec.interface';
 import type { HistoryEntry, HistoryOptions } from '../interfaces/lifecycle.interface';
 import { compareEntryIds, entryIdMs, isEntryId } from '../codec/entry-id';
-import type { LifecycleClient } from '../redis/operator/lifecycle-client';
+import type { LifecycleClient } from '../redis/operator';
 import { MergedRange } from './merged-range';
 
 /** Entries read per XRANGE while iterating the history. */

@@ -1,5 +1,5 @@
 import { compareEntryIds } from '../codec/entry-id';
-import type { LifecycleClient } from '../redis/operator/lifecycle-client';
+import type { LifecycleClient } from '../redis/operator';
 import type { RawEntry } from '../redis/stream-roles';
 
 /** An item of one of the streams a {@link MergedPages} reads, with the index of its stream. */

@@ -1,5 +1,5 @@
 import { compareEntryIds, nextEntryId } from '../codec/entry-id';
-import type { GroupFloorInfo } from '../redis/operator/lifecycle-client';
+import type { GroupFloorInfo } from '../redis/operator';
 
 /** The lowest entry id some group still needs, and which group that is. */
 export interface RetentionFloor {

@@ -1,4 +1,4 @@
-import type { LifecycleClient } from '../redis/operator/lifecycle-client';
+import type { LifecycleClient } from '../redis/operator';
 
 /** The lock commands a lease needs. */
 export type LeaseClient = Pick<LifecycleClient, 'acquireLock' | 'renewLock' | 'releaseLock'>;

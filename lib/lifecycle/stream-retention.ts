@@ -1,9 +1,9 @@
 import { brandedIdOf, errorStack, errorText, fieldsToRecord } from '../codec/codecs';
-import type { ConsumerLogger } from '../consumer/context/consumer-config';
+import type { ConsumerLogger } from '../consumer';
 import type { ArchivedEntry, RetentionReport } from '../interfaces/lifecycle.interface';
 import { compareEntryIds, entryIdMs, nextEntryId } from '../codec/entry-id';
 import { partitionStreamOf } from '../codec/partition-key';
-import type { GroupFloorInfo, LifecycleClient } from '../redis/operator/lifecycle-client';
+import type { GroupFloorInfo, LifecycleClient } from '../redis/operator';
 import type { RawEntry } from '../redis/stream-roles';
 import type { ResolvedRetentionRule } from '../config/lifecycle-options';
 import { MergedRange, type PartEntry } from './merged-range';

@@ -1,4 +1,4 @@
-import { keySlot } from './connection/cluster-routing';
+import { keySlot } from './connection';
 
 /**
  * Every key the package writes besides the streams themselves, in one place (the ACL key

@@ -1,21 +1,29 @@
-import { isCluster, keySlot, type RedisConnection } from './connection/cluster-routing';
-import { CommandLink, DEFAULT_COMMAND_DEADLINE_MS } from './connection/command-link';
-import type { ConnectionMonitor } from './connection/connection-monitor';
-import { RedisLifecycleClient, type LifecycleClient } from './operator/lifecycle-client';
-import { RedisLoopCommands } from './loop/loop-commands';
-import { RedisEntryCheckpoints } from './loop/entry-checkpoints';
-import { RedisGroupPauses } from './loop/group-pauses';
-import { ParkedReads } from './loop/parked-reads';
-import { RedisPartitionLeases } from './partitions/partition-leases';
-import { RedisPendingProbes } from './loop/pending-probes';
 import {
+  isCluster,
+  keySlot,
+  type RedisConnection,
+  CommandLink,
+  DEFAULT_COMMAND_DEADLINE_MS,
+  type ConnectionMonitor,
   createConnection,
   type ConnectionPurpose,
   type ConnectionTarget,
-} from './connection/redis-connection.factory';
-import { StreamBrowser } from './operator/stream-browser';
-import { TopologyWatch } from './connection/topology-watch';
-import { RedisStreamQueries } from './operator/stream-queries';
+  TopologyWatch,
+} from './connection';
+import {
+  RedisLifecycleClient,
+  type LifecycleClient,
+  StreamBrowser,
+  RedisStreamQueries,
+} from './operator';
+import {
+  RedisLoopCommands,
+  RedisEntryCheckpoints,
+  RedisGroupPauses,
+  ParkedReads,
+  RedisPendingProbes,
+} from './loop';
+import { RedisPartitionLeases } from './partitions';
 import type {
   BlockingReads,
   Browsing,
@@ -26,8 +34,7 @@ import type {
   StreamsClient,
   StreamWrites,
 } from './stream-roles';
-import type { IdempotentWrites } from './publish/idempotent-roles';
-import { RedisStreamWrites } from './publish/stream-writes';
+import { type IdempotentWrites, RedisStreamWrites } from './publish';
 
 // The names this file exported before the Redis layer was cut by role, kept so importers move at
 // their own pace: the roles and their data (stream-roles.ts), the error predicates
@@ -52,10 +59,10 @@ export type {
   StreamWrites,
   WriteItem,
 } from './stream-roles';
-export { parseEntry } from './connection/reply-shapes';
+export { parseEntry } from './connection';
 export { isNoGroupError, isReplyError, isWrongTypeError, RedisDeadlineError } from './redis-errors';
-export { withDeadline } from './connection/command-link';
-export { isCluster, keySlot, type RedisConnection } from './connection/cluster-routing';
+export { withDeadline } from './connection';
+export { isCluster, keySlot, type RedisConnection } from './connection';
 
 /** How {@link RedisStreamsClient.open} sets up the client beside its connection. */
 export interface OpenStreamsClientOptions {

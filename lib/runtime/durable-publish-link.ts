@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { errorText } from '../codec/codecs';
-import type { ConnectionTarget } from '../redis/connection/redis-connection.factory';
+import type { ConnectionTarget } from '../redis/connection';
 import { RedisStreamsClient } from '../redis/streams-client';
 
 /**

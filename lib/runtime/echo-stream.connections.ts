@@ -3,9 +3,11 @@ import { errorText } from '../codec/codecs';
 import { ECHO_STREAM_OPTIONS } from '../config/constants';
 import type { ResolvedModuleOptions } from '../config/module-options';
 import type { RedisLinkStatus } from '../interfaces/redis-link-status.interface';
-import type { ConnectionMonitor } from '../redis/connection/connection-monitor';
-import { OutageReporter } from '../redis/connection/outage-reporter';
-import type { ConnectionPurpose } from '../redis/connection/redis-connection.factory';
+import {
+  type ConnectionMonitor,
+  OutageReporter,
+  type ConnectionPurpose,
+} from '../redis/connection';
 import { RedisStreamsClient } from '../redis/streams-client';
 
 /**

@@ -21,7 +21,7 @@ import { PeriodicTask } from '../lifecycle/periodic-task';
 import { RetentionLease } from '../lifecycle/retention-lease';
 import { StreamRetention } from '../lifecycle/stream-retention';
 import { LIFECYCLE_DEFAULTS } from '../config/lifecycle-options';
-import type { LifecycleClient } from '../redis/operator/lifecycle-client';
+import type { LifecycleClient } from '../redis/operator';
 import { retentionLockKey } from '../redis/package-keys';
 
 /** The retention lock lives at least this long (ms), so a busy event loop does not lose it. */

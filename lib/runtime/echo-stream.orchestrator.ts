@@ -7,16 +7,17 @@ import {
 } from '@nestjs/common';
 import { errorText } from '../codec/codecs';
 import type { ResolvedHandlerOptions } from '../config/handler-definitions';
-import type { DeadLetterSink, EntryHandler } from '../consumer/context/consumer-config';
-import { PauseWatchPool } from '../consumer/read/pause-watch';
-import { SharedReadPool } from '../consumer/read/shared-read-pool';
-import { PartitionedConsumer } from '../consumer/loop/partitioned-consumer';
 import {
+  type DeadLetterSink,
+  type EntryHandler,
+  PauseWatchPool,
+  SharedReadPool,
+  PartitionedConsumer,
   appPartitionLinks,
   OwnPartitionLinks,
   type PartitionLinks,
-} from '../consumer/partitions/partition-links';
-import { StreamConsumer } from '../consumer/loop/stream-consumer';
+  StreamConsumer,
+} from '../consumer';
 import { EchoStreamConnections } from './echo-stream.connections';
 import { ECHO_STREAM_OPTIONS } from '../config/constants';
 import type { DeadLetterDefinition, HandlerDefinition } from '../config/handler-definitions';

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { deadLetterStreamOf } from '../codec/dead-letter-fields';
-import type { PartitionedConsumer } from '../consumer/loop/partitioned-consumer';
-import type { StreamConsumer } from '../consumer/loop/stream-consumer';
+import type { PartitionedConsumer, StreamConsumer } from '../consumer';
 
 /** A running handler: one loop on a plain stream, or the partitions a process owns of a partitioned one. */
 export type ConsumerLoop = StreamConsumer | PartitionedConsumer;

@@ -1,5 +1,5 @@
-import { openUrl } from '../redis/connection/redis-connection.factory';
-import { BROWSE_DEADLINE_MS } from '../redis/operator/stream-browser';
+import { openUrl } from '../redis/connection';
+import { BROWSE_DEADLINE_MS } from '../redis/operator';
 import type { StreamBrowsing } from '../redis/stream-roles';
 import { RedisStreamsClient } from '../redis/streams-client';
 

@@ -1,4 +1,4 @@
-import type { EntryHandler, EntryTracing } from '../consumer/context/consumer-config';
+import type { EntryHandler, EntryTracing } from '../consumer';
 import type { StreamMessage } from '../interfaces/stream-message.interface';
 import { errorStack, errorText } from '../codec/codecs';
 import { TRACER_NAME, tracingOff, type Otel } from './otel-api';

@@ -1,6 +1,6 @@
-/** Backoff delays and the abortable sleep (lib/consumer/retry/backoff.ts). */
+/** Backoff delays and the abortable sleep (lib/consumer/context/backoff.ts). */
 import { jest } from '@jest/globals';
-import { BACKOFF_MAX_MS, backoffDelay, sleep } from '../../lib/consumer/retry/backoff';
+import { BACKOFF_MAX_MS, backoffDelay, sleep } from '../../lib/consumer/context/backoff';
 
 describe('backoffDelay', () => {
   it('100 ms doubling per failure, capped at 30 s, whatever the streak', () => {

@@ -1,11 +1,11 @@
 /**
- * A handler's limits shared by its loops (lib/consumer/handle/handler-limits.ts, the partition loops of a
+ * A handler's limits shared by its loops (lib/consumer/limits/handler-limits.ts, the partition loops of a
  * partitioned handler): one pool of `concurrency` slots and one pool of rate-limit starts, each
  * loop's waits ended by its own stop, and a loop waiting for starts woken by another's refund.
  */
-import { handlerLimits } from '../../lib/consumer/handle/handler-limits';
-import { NO_STARTS_WINDOW } from '../../lib/consumer/handle/pooled-limiter';
-import { NO_RATE_LIMIT } from '../../lib/consumer/handle/rate-limiter';
+import { handlerLimits } from '../../lib/consumer/limits/handler-limits';
+import { NO_STARTS_WINDOW } from '../../lib/consumer/limits/pooled-limiter';
+import { NO_RATE_LIMIT } from '../../lib/consumer/limits/rate-limiter';
 
 const noBudget = { takeRateBudget: undefined };
 /** A clock that stands at the start of a 60 s window: no window ends during a test. */

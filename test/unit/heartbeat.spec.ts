@@ -1,6 +1,6 @@
-/** The heartbeat (lib/consumer/recover/heartbeat.ts): the only code that touches held entries. */
+/** The heartbeat (lib/consumer/health/heartbeat.ts): the only code that touches held entries. */
 import { jest } from '@jest/globals';
-import { Heartbeat, HeldEntries } from '../../lib/consumer/recover/heartbeat';
+import { Heartbeat, HeldEntries } from '../../lib/consumer/health/heartbeat';
 import { FakeStreamsClient } from '../support/fake-streams-client';
 import { C, G, S, manualClock, testLoop } from '../support/loop-context';
 

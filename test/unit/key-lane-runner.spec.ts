@@ -6,8 +6,8 @@
  * `concurrency` slots are shared with held keys' lanes, whose starts ask the rate limit.
  */
 import type { LaneVerdict } from '../../lib/consumer/order/key-lane-runner';
-import type { StartLimiter } from '../../lib/consumer/handle/rate-limiter';
-import { StartSlots } from '../../lib/consumer/handle/start-slots';
+import type { StartLimiter } from '../../lib/consumer/limits/rate-limiter';
+import { StartSlots } from '../../lib/consumer/limits/start-slots';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
 import { keyed, keyedLanes, type KeyedLanes } from '../support/keyed-lanes';
 import { testLoop, tick } from '../support/loop-context';

@@ -37,10 +37,12 @@ function lint(cases: readonly Case[]): string[][] {
 }
 
 const RESTRICTED = '@typescript-eslint/no-restricted-imports';
+/** The engine's capability rules and the index rules (docs/ARCHITECTURE.md "The engine by capability"). */
+const BASE_RESTRICTED = 'no-restricted-imports';
 
 describe('layer rules (npm run lint)', () => {
   let results: string[][];
-  const cases: Array<Case & { name: string; refused: boolean }> = [
+  const cases: Array<Case & { name: string; refused: boolean; rule?: string }> = [
     {
       name: 'the engine imports Nest',
       file: 'lib/consumer/probe.ts',
@@ -120,11 +122,65 @@ describe('layer rules (npm run lint)', () => {
       name: 'the runtime imports downward (engine, redis, config)',
       file: 'lib/runtime/probe.ts',
       code:
-        "import type { StreamConsumer } from '../consumer/stream-consumer';\n" +
+        "import type { StreamConsumer } from '../consumer';\n" +
         "import type { StreamsClient } from '../redis/stream-roles';\n" +
         "import { messages } from '../config/messages';\n" +
         'export type P = [StreamConsumer, StreamsClient, typeof messages];\n',
       refused: false,
+    },
+    {
+      name: 'the runtime imports a file of the engine instead of its face (lib/consumer/index.ts)',
+      file: 'lib/runtime/probe.ts',
+      code: "import type { StreamConsumer } from '../consumer/loop/stream-consumer';\nexport type S = StreamConsumer;\n",
+      refused: true,
+      rule: BASE_RESTRICTED,
+    },
+    {
+      name: 'a capability of the engine imports one below it through its index (handle -> settle)',
+      file: 'lib/consumer/handle/probe.ts',
+      code: "import type { Settlement } from '../settle';\nexport type S = Settlement;\n",
+      refused: false,
+    },
+    {
+      name: "a capability imports a file of another instead of its index (handle -> settle's file)",
+      file: 'lib/consumer/handle/probe.ts',
+      code: "import type { Settlement } from '../settle/settlement';\nexport type S = Settlement;\n",
+      refused: true,
+      rule: BASE_RESTRICTED,
+    },
+    {
+      name: 'a capability imports one above it (settle -> handle)',
+      file: 'lib/consumer/settle/probe.ts',
+      code: "import type { Delivery } from '../handle';\nexport type D = Delivery;\n",
+      refused: true,
+      rule: BASE_RESTRICTED,
+    },
+    {
+      name: 'a capability imports loop/',
+      file: 'lib/consumer/recover/probe.ts',
+      code: "import type { StreamConsumer } from '../loop';\nexport type S = StreamConsumer;\n",
+      refused: true,
+      rule: BASE_RESTRICTED,
+    },
+    {
+      name: "a role folder of lib/redis imports another's index (loop -> connection)",
+      file: 'lib/redis/loop/probe.ts',
+      code: "import { CommandLink } from '../connection';\nexport const C = CommandLink;\n",
+      refused: false,
+    },
+    {
+      name: "a role folder of lib/redis imports another's file (loop -> connection's file)",
+      file: 'lib/redis/loop/probe.ts',
+      code: "import { CommandLink } from '../connection/command-link';\nexport const C = CommandLink;\n",
+      refused: true,
+      rule: BASE_RESTRICTED,
+    },
+    {
+      name: 'the lifecycle imports a file of a role folder of lib/redis instead of its index',
+      file: 'lib/lifecycle/probe.ts',
+      code: "import type { LifecycleClient } from '../redis/operator/lifecycle-client';\nexport type L = LifecycleClient;\n",
+      refused: true,
+      rule: BASE_RESTRICTED,
     },
     {
       name: 'a folder imports the public entry',
@@ -140,7 +196,7 @@ describe('layer rules (npm run lint)', () => {
 
   for (const [i, c] of cases.entries()) {
     it(`${c.refused ? 'refuses' : 'allows'}: ${c.name}`, () => {
-      if (c.refused) expect(results[i]).toContain(RESTRICTED);
+      if (c.refused) expect(results[i]).toContain(c.rule ?? RESTRICTED);
       else expect(results[i]).toEqual([]);
     });
   }

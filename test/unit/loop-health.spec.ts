@@ -1,6 +1,6 @@
-/** The loop's health (lib/consumer/recover/loop-health.ts): group, own-PEL drain, backoff streak, state. */
+/** The loop's health (lib/consumer/health/loop-health.ts): group, own-PEL drain, backoff streak, state. */
 import { jest } from '@jest/globals';
-import { LoopHealth } from '../../lib/consumer/recover/loop-health';
+import { LoopHealth } from '../../lib/consumer/health/loop-health';
 import { FakeStreamsClient } from '../support/fake-streams-client';
 import { G, S, testLoop } from '../support/loop-context';
 

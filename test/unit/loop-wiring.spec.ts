@@ -2,7 +2,7 @@
 import { jest } from '@jest/globals';
 import type { StreamConsumerConfig } from '../../lib/consumer/loop/loop-config';
 import { wireLoop } from '../../lib/consumer/loop/loop-wiring';
-import { NO_RATE_LIMIT } from '../../lib/consumer/handle/rate-limiter';
+import { NO_RATE_LIMIT } from '../../lib/consumer/limits/rate-limiter';
 import { resolveHandlerOptions } from '../../lib/config/module-options';
 import type { StreamHandlerOptions } from '../../lib/interfaces/stream-handler-options.interface';
 import { FakeStreamsClient } from '../support/fake-streams-client';

@@ -2,7 +2,7 @@
 import type { DeadLetterReason } from '../../lib/interfaces/dead-letter-message.interface';
 import type { DeadLetterCandidate } from '../../lib/consumer/context/loop-context';
 import { PelSweep } from '../../lib/consumer/recover/pel-sweep';
-import { NO_RATE_LIMIT } from '../../lib/consumer/handle/rate-limiter';
+import { NO_RATE_LIMIT } from '../../lib/consumer/limits/rate-limiter';
 import type { StreamHandlerOptions } from '../../lib/interfaces/stream-handler-options.interface';
 import type { RawEntry } from '../../lib/redis/streams-client';
 import { FakeStreamsClient } from '../support/fake-streams-client';

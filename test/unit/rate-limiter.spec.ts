@@ -6,7 +6,7 @@ import {
   rateLimiterFor,
   type RateBudget,
   type RateGrant,
-} from '../../lib/consumer/handle/rate-limiter';
+} from '../../lib/consumer/limits/rate-limiter';
 
 function clock(start = 10_000) {
   let now = start;

@@ -1,5 +1,5 @@
 /** Read-ahead (lib/consumer/read/read-ahead.ts): the next read goes out while a batch is handled. */
-import { Heartbeat } from '../../lib/consumer/recover/heartbeat';
+import { Heartbeat } from '../../lib/consumer/health/heartbeat';
 import { ReadAhead } from '../../lib/consumer/read/read-ahead';
 import { FakeStreamsClient } from '../support/fake-streams-client';
 import { C, G, S, manualClock, testLoop, tick } from '../support/loop-context';

@@ -1,6 +1,6 @@
 /** Claiming due retries and releasing waiting ones at stop (lib/consumer/recover/retry-claims.ts). */
 import type { FailedEntry } from '../../lib/consumer/context/loop-context';
-import { NO_RATE_LIMIT } from '../../lib/consumer/handle/rate-limiter';
+import { NO_RATE_LIMIT } from '../../lib/consumer/limits/rate-limiter';
 import { RetryClaims } from '../../lib/consumer/recover/retry-claims';
 import { RetryScheduler } from '../../lib/consumer/retry/retry-scheduler';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';

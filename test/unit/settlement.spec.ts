@@ -1,7 +1,7 @@
 /** Settling entries other than by a plain ack (lib/consumer/settle/settlement.ts), on the in-memory client. */
 import { AckWriter } from '../../lib/consumer/settle/ack-writer';
 import { DeadLetterPath } from '../../lib/consumer/settle/dead-letter-path';
-import { Heartbeat } from '../../lib/consumer/recover/heartbeat';
+import { Heartbeat } from '../../lib/consumer/health/heartbeat';
 import type { FailedEntry } from '../../lib/consumer/context/loop-context';
 import { RetryScheduler } from '../../lib/consumer/retry/retry-scheduler';
 import { Settlement } from '../../lib/consumer/settle/settlement';

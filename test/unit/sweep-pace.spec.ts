@@ -1,5 +1,5 @@
-/** When a loop sweeps for dead peers' work (lib/consumer/recover/sweep-pace.ts), on a clock the test moves. */
-import { SweepPace } from '../../lib/consumer/recover/sweep-pace';
+/** When a loop sweeps for dead peers' work (lib/consumer/health/sweep-pace.ts), on a clock the test moves. */
+import { SweepPace } from '../../lib/consumer/health/sweep-pace';
 import { manualClock } from '../support/loop-context';
 
 describe('SweepPace', () => {

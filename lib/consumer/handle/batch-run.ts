@@ -2,13 +2,13 @@ import { boundedText } from '../../codec/bounded-text';
 import { errorText } from '../../codec/codecs';
 import { isEntryRejected } from '../../errors/entry-rejected.error';
 import type { BatchAcks, StreamMessage } from '../../interfaces/stream-message.interface';
-import type { EntryHandler } from '../context/consumer-config';
 import type {
+  EntryHandler,
   FailedEntry,
   HandleOutcome,
   HandlingBatch,
   ClaimedBatch,
-} from '../context/loop-context';
+} from '../context';
 import type { HandlerErrorLog } from './handler-errors';
 
 /** A handler called once per read with all its messages. */

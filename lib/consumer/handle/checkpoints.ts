@@ -2,7 +2,7 @@ import { errorText } from '../../codec/codecs';
 import type { StreamMessage } from '../../interfaces/stream-message.interface';
 import { isReplyError } from '../../redis/redis-errors';
 import type { AlongAck, EntryCheckpoints } from '../../redis/stream-roles';
-import type { LoopContext } from '../context/loop-context';
+import type { LoopContext } from '../context';
 
 /**
  * Checkpoints of the entries a loop handles (docs/delivery.md "Checkpoints"): every message gets

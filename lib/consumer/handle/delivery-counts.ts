@@ -1,5 +1,5 @@
 import type { RawEntry, StreamsClient } from '../../redis/stream-roles';
-import type { LoopContext } from '../context/loop-context';
+import type { LoopContext } from '../context';
 
 /**
  * Delivery counts of entries this consumer holds, from one XPENDING range per batch (more only

@@ -1,26 +1,22 @@
 import type { StreamMessage } from '../../interfaces/stream-message.interface';
 import type { RawEntry } from '../../redis/stream-roles';
-import type { HeldKeys } from '../order/held-keys';
-import type { AckBuffer } from '../settle/ack-buffer';
-import type { AckRecordSource } from '../settle/ack-records';
+import type { HeldKeys } from '../order';
+import type { AckBuffer, AckRecordSource, Settlement } from '../settle';
 import type { Checkpoints } from './checkpoints';
-import type { EntryTracing } from '../context/consumer-config';
-import { triage, type TriagedRead, type TriageRules } from '../read/entry-triage';
-import type { HandlerRunner } from './handler-runner';
-import type { Heartbeat } from '../recover/heartbeat';
-import type { LoopHealth } from '../recover/loop-health';
 import type {
+  EntryTracing,
   FailedEntry,
   HandleOutcome,
   HandlingBatch,
   ClaimedBatch,
   LoopContext,
-} from '../context/loop-context';
-import type { StartLimiter } from './rate-limiter';
-import type { RetryScheduler } from '../retry/retry-scheduler';
-import type { Settlement } from '../settle/settlement';
-import type { SkipCheck, SkipLookUp } from '../skip/skip-filter';
-import type { SweepPace } from '../recover/sweep-pace';
+} from '../context';
+import { triage, type TriagedRead, type TriageRules } from '../read';
+import type { HandlerRunner } from './handler-runner';
+import type { Heartbeat, LoopHealth, SweepPace } from '../health';
+import type { StartLimiter } from '../limits';
+import type { RetryScheduler } from '../retry';
+import type { SkipCheck, SkipLookUp } from '../skip';
 
 /** What handing a read to the handler needs besides the context. */
 export interface DeliveryParts {

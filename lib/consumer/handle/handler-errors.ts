@@ -1,6 +1,5 @@
 import { errorStack, errorText } from '../../codec/codecs';
-import type { ConsumerLogger } from '../context/consumer-config';
-import type { HandlerErrors, LoopContext, LoopCounters } from '../context/loop-context';
+import type { ConsumerLogger, HandlerErrors, LoopContext, LoopCounters } from '../context';
 
 /** How many last handler errors are remembered for dead letters. */
 const LAST_ERRORS_KEPT = 10_000;

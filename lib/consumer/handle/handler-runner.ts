@@ -1,18 +1,18 @@
 import type { StreamMessage } from '../../interfaces/stream-message.interface';
-import type { EntryHandler } from '../context/consumer-config';
 import type {
+  EntryHandler,
   HandleOutcome,
   HandlerErrors,
   HandlingBatch,
   LoopContext,
-} from '../context/loop-context';
-import type { KeyLaneRunner } from '../order/key-lane-runner';
-import type { KeyRetry } from '../retry/key-retry';
+} from '../context';
+import type { KeyLaneRunner } from '../order';
+import type { KeyRetry } from '../retry';
 import { BatchRun } from './batch-run';
 import { HandlerErrorLog } from './handler-errors';
 import { KeyedRun } from './keyed-run';
 import { PerEntryRun } from './per-entry-run';
-import { NO_RATE_LIMIT, type StartLimiter } from './rate-limiter';
+import { NO_RATE_LIMIT, type StartLimiter } from '../limits';
 
 /**
  * Calls the user's method on the messages of one read and turns what happens into verdicts: a

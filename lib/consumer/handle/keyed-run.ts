@@ -1,8 +1,8 @@
 import { isEntryRejected } from '../../errors/entry-rejected.error';
 import type { StreamMessage } from '../../interfaces/stream-message.interface';
-import type { HandleOutcome, HandlingBatch, RejectedEntry } from '../context/loop-context';
-import type { KeyLaneRunner, LaneVerdict } from '../order/key-lane-runner';
-import type { KeyRetry } from '../retry/key-retry';
+import type { HandleOutcome, HandlingBatch, RejectedEntry } from '../context';
+import type { KeyLaneRunner, LaneVerdict } from '../order';
+import type { KeyRetry } from '../retry';
 import { entryWhat, type HandlerErrorLog } from './handler-errors';
 import { isThenable, settleThrow, type PerEntryHandler } from './per-entry-run';
 

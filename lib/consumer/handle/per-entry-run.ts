@@ -1,10 +1,9 @@
 import { boundedText } from '../../codec/bounded-text';
 import { isEntryRejected } from '../../errors/entry-rejected.error';
 import type { StreamMessage } from '../../interfaces/stream-message.interface';
-import type { EntryHandler } from '../context/consumer-config';
-import type { HandleOutcome, HandlingBatch, RejectedEntry } from '../context/loop-context';
+import type { EntryHandler, HandleOutcome, HandlingBatch, RejectedEntry } from '../context';
 import { entryWhat, type HandlerErrorLog } from './handler-errors';
-import { takeOneStart, type StartLimiter } from './rate-limiter';
+import { takeOneStart, type StartLimiter } from '../limits';
 
 /** A handler called once per entry. */
 export type PerEntryHandler = Extract<EntryHandler, { batch: false }>;

@@ -5,13 +5,12 @@ import type {
   DeadLetterSink,
   EntryHandler,
   EntryTracing,
-} from '../context/consumer-config';
-import type { OwnedPartition } from '../context/owned-partition';
-import type { HandlerLimits } from '../handle/handler-limits';
-import type { AckTurn } from '../order/ack-turn';
-import type { BlockingReader } from '../read/blocking-read';
-import type { PauseProbe } from '../read/pause-watch';
-import type { SweepSchedule } from '../recover/sweep-pace';
+  OwnedPartition,
+} from '../context';
+import type { HandlerLimits } from '../limits';
+import type { AckTurn } from '../order';
+import type { BlockingReader, PauseProbe } from '../read';
+import type { SweepSchedule } from '../health';
 
 /** Everything one consumer loop needs; no Nest types. */
 export interface StreamConsumerConfig {

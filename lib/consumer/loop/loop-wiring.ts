@@ -1,36 +1,23 @@
 import type { StreamMessage } from '../../interfaces/stream-message.interface';
-import { AckBuffer } from '../settle/ack-buffer';
-import { AckRecords } from '../settle/ack-records';
-import { AckTurn } from '../order/ack-turn';
-import { OwnConnectionRead } from '../read/blocking-read';
-import { Checkpoints } from '../handle/checkpoints';
-import { AckWriter } from '../settle/ack-writer';
-import { ConsumerCounters } from '../context/consumer-counters';
+import { AckBuffer, AckRecords, AckWriter, DeadLetterPath, Settlement } from '../settle';
+import { AckTurn, KeyAckGate, KeyLaneRunner, HeldKeys } from '../order';
+import {
+  OwnConnectionRead,
+  ParkedRead,
+  PauseGate,
+  NEVER_PAUSED,
+  PauseWatch,
+  ReadAhead,
+} from '../read';
+import { Checkpoints, Delivery, HandlerRunner } from '../handle';
+import { ConsumerCounters, type LoopContext } from '../context';
 import type { StreamConsumerConfig } from './loop-config';
-import { DeadLetterPath } from '../settle/dead-letter-path';
-import { Delivery } from '../handle/delivery';
-import { HandlerRunner } from '../handle/handler-runner';
-import { KeyAckGate } from '../order/key-ack-gate';
-import { KeyLaneRunner } from '../order/key-lane-runner';
-import { KeyRetry } from '../retry/key-retry';
-import { HeldEntries, Heartbeat } from '../recover/heartbeat';
-import { HeldKeys } from '../order/held-keys';
-import { LoopHealth } from '../recover/loop-health';
-import type { LoopContext } from '../context/loop-context';
-import { ParkedRead } from '../read/parked-read';
-import { PauseGate } from '../read/pause-gate';
-import { NEVER_PAUSED, PauseWatch } from '../read/pause-watch';
-import { PelSweep } from '../recover/pel-sweep';
-import { handlerLimits } from '../handle/handler-limits';
-import type { StartLimiter } from '../handle/rate-limiter';
-import { ReadAhead } from '../read/read-ahead';
-import { RetryClaims } from '../recover/retry-claims';
-import { RetryScheduler } from '../retry/retry-scheduler';
-import { Settlement } from '../settle/settlement';
-import { SkipFilter } from '../skip/skip-filter';
-import { skipRulesOf } from '../skip/skip-rules';
+import { KeyRetry, RetryScheduler } from '../retry';
+import { HeldEntries, Heartbeat, LoopHealth, SweepPace, type SweepSchedule } from '../health';
+import { PelSweep, RetryClaims } from '../recover';
+import { handlerLimits, type StartLimiter } from '../limits';
+import { SkipFilter, skipRulesOf } from '../skip';
 import { Shutdown, StopSwitch } from './shutdown';
-import { SweepPace, type SweepSchedule } from '../recover/sweep-pace';
 
 /** The collaborators of one loop, the steps of its beat; all built from one {@link LoopContext}. */
 export interface LoopParts {

@@ -5,13 +5,16 @@ import type {
   OwnedPartitionInfo,
 } from '../../interfaces/consumer-snapshot.interface';
 import type { PartitionLeases, StreamQueries } from '../../redis/stream-roles';
-import { AckTurn } from '../order/ack-turn';
+import { AckTurn } from '../order';
 import type { StreamConsumerConfig } from './loop-config';
-import { handlerLimits, type HandlerLimits } from '../handle/handler-limits';
-import { PartitionLag } from '../partitions/partition-lag';
-import type { PartitionLinks } from '../partitions/partition-links';
-import { PartitionOwnership, type PartitionLoop } from '../partitions/partition-ownership';
-import { PartitionSweeps } from '../partitions/partition-sweeps';
+import { handlerLimits, type HandlerLimits } from '../limits';
+import {
+  PartitionLag,
+  type PartitionLinks,
+  PartitionOwnership,
+  type PartitionLoop,
+  PartitionSweeps,
+} from '../partitions';
 import { StreamConsumer } from './stream-consumer';
 
 /** What a partitioned handler needs beside a plain loop's config. */

@@ -1,4 +1,4 @@
-import type { DeadLetterInFlight } from '../settle/dead-letter-path';
+import type { DeadLetterInFlight } from '../settle';
 
 /**
  * The warning of a stop that gave up after `ms`: what still runs, by entry id (handlers, or the

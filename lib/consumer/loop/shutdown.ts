@@ -1,15 +1,11 @@
-import type { AckRecordSource } from '../settle/ack-records';
+import type { AckRecordSource, AckBuffer, DeadLetterPath, Settlement } from '../settle';
 import { errorText } from '../../codec/codecs';
-import type { AckBuffer } from '../settle/ack-buffer';
-import type { DeadLetterPath } from '../settle/dead-letter-path';
-import type { Delivery } from '../handle/delivery';
-import type { Heartbeat } from '../recover/heartbeat';
-import type { LoopContext } from '../context/loop-context';
-import type { ParkedRead } from '../read/parked-read';
-import type { ReadAhead } from '../read/read-ahead';
-import type { RetryClaims } from '../recover/retry-claims';
-import type { RetryScheduler } from '../retry/retry-scheduler';
-import type { Settlement } from '../settle/settlement';
+import type { Delivery } from '../handle';
+import type { Heartbeat } from '../health';
+import type { LoopContext } from '../context';
+import type { ParkedRead, ReadAhead } from '../read';
+import type { RetryClaims } from '../recover';
+import type { RetryScheduler } from '../retry';
 import { stillRunning } from './shutdown-warning';
 
 /** Who says the loop is stopping, and that a stop gave up on its handlers; owned by the loop. */

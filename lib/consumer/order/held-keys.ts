@@ -1,7 +1,6 @@
 import type { StreamMessage } from '../../interfaces/stream-message.interface';
 import type { RawEntry } from '../../redis/stream-roles';
-import { sleep } from '../retry/backoff';
-import type { LoopContext } from '../context/loop-context';
+import { sleep, type LoopContext } from '../context';
 
 /** A held key's lane: the attempt that waits for its delay, then the key's entries behind it. */
 interface HeldLane {

@@ -1,10 +1,9 @@
 import { errorText } from '../../codec/codecs';
 import type { StreamMessage } from '../../interfaces/stream-message.interface';
-import type { AckBuffer, AckWatch } from '../settle/ack-buffer';
-import type { AckRecordSource } from '../settle/ack-records';
+import type { AckBuffer, AckWatch, AckRecordSource } from '../settle';
 import type { AckTurn } from './ack-turn';
-import type { LoopHealth } from '../recover/loop-health';
-import type { LoopContext } from '../context/loop-context';
+import type { LoopHealth } from '../health';
+import type { LoopContext } from '../context';
 
 /** How many entry ids a log line names before it says how many more. */
 const IDS_SHOWN = 5;

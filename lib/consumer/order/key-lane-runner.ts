@@ -2,9 +2,8 @@ import type { StreamMessage } from '../../interfaces/stream-message.interface';
 import type { HeldKeys } from './held-keys';
 import type { KeyAckGate } from './key-ack-gate';
 import { keyLanes } from './key-lanes';
-import type { LoopContext } from '../context/loop-context';
-import { takeOneStart, type StartLimiter } from '../handle/rate-limiter';
-import type { StartSlots } from '../handle/start-slots';
+import type { LoopContext } from '../context';
+import { takeOneStart, type StartLimiter, type StartSlots } from '../limits';
 
 /** How one attempt of an entry in a keyed lane ended. */
 export type LaneVerdict =

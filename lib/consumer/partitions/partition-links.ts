@@ -4,9 +4,9 @@ import {
   PauseWatch,
   type PauseProbe,
   type PauseWatchPool,
-} from '../read/pause-watch';
-import type { SharedReadMember } from '../read/shared-read';
-import { SharedReadPool } from '../read/shared-read-pool';
+  type SharedReadMember,
+  SharedReadPool,
+} from '../read';
 
 /**
  * The connections the partition loops of one handler use (docs/partitions.md "Connections"):

@@ -1,6 +1,6 @@
 import { errorText } from '../../codec/codecs';
 import type { PartitionLeases } from '../../redis/stream-roles';
-import type { ConsumerLogger } from '../context/consumer-config';
+import type { ConsumerLogger } from '../context';
 import { assignedPartitions } from './partition-assignment';
 
 /** A loop over one partition, as the ownership starts and stops it. */

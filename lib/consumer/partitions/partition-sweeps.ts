@@ -1,8 +1,8 @@
 import { errorText } from '../../codec/codecs';
 import { isReplyError } from '../../redis/redis-errors';
 import type { PendingProbeRow, PendingProbes } from '../../redis/stream-roles';
-import type { ConsumerLogger } from '../context/consumer-config';
-import type { SweepSchedule } from '../recover/sweep-pace';
+import type { ConsumerLogger } from '../context';
+import type { SweepSchedule } from '../health';
 
 /** What the pending probe of one partitioned handler needs. */
 export interface PartitionSweepsConfig {

@@ -3,8 +3,7 @@ import { partitionKeyOf } from '../../codec/partition-key';
 import type { StreamCodec } from '../../interfaces/codec.interface';
 import type { StreamMessage } from '../../interfaces/stream-message.interface';
 import type { RawEntry } from '../../redis/stream-roles';
-import type { DeadLetterCandidate } from '../context/loop-context';
-import type { OwnedPartition } from '../context/owned-partition';
+import type { DeadLetterCandidate, OwnedPartition } from '../context';
 
 /** What a read is sorted by: who reads, how entries decode, and which wait for a retry. */
 export interface TriageRules {

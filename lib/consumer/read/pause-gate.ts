@@ -1,5 +1,4 @@
-import { sleep } from '../retry/backoff';
-import type { LoopContext } from '../context/loop-context';
+import { sleep, type LoopContext } from '../context';
 import type { PauseProbe } from './pause-watch';
 
 /** How early a loop may come back and still read the flag (a shared read's own slack). */

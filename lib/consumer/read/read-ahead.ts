@@ -1,8 +1,7 @@
 import type { RawEntry, StreamsClient } from '../../redis/stream-roles';
-import type { Heartbeat } from '../recover/heartbeat';
-import type { LoopHealth } from '../recover/loop-health';
-import type { LoopContext } from '../context/loop-context';
-import type { Settlement } from '../settle/settlement';
+import type { Heartbeat, LoopHealth } from '../health';
+import type { LoopContext } from '../context';
+import type { Settlement } from '../settle';
 
 /** What reading ahead needs besides the context. */
 export interface ReadAheadParts {

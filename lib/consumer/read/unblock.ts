@@ -1,4 +1,4 @@
-import { sleep } from '../retry/backoff';
+import { sleep } from '../context';
 
 /**
  * Ends a parked read early: CLIENT UNBLOCK (`interrupt`), sent again every `everyMs` while the

@@ -1,11 +1,9 @@
 import type { StreamsClient } from '../../redis/stream-roles';
-import type { AckBuffer } from '../settle/ack-buffer';
-import type { Delivery } from '../handle/delivery';
-import { deliveryCounts } from '../handle/delivery-counts';
-import type { KeyAckGate } from '../order/key-ack-gate';
-import type { DeadLetterCandidate, LoopContext } from '../context/loop-context';
-import type { StartLimiter } from '../handle/rate-limiter';
-import type { Settlement } from '../settle/settlement';
+import type { AckBuffer, Settlement } from '../settle';
+import { type Delivery, deliveryCounts } from '../handle';
+import type { KeyAckGate } from '../order';
+import type { DeadLetterCandidate, LoopContext } from '../context';
+import type { StartLimiter } from '../limits';
 
 /** What reading pending entries needs besides the context. */
 export interface PelSweepParts {

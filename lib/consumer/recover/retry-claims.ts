@@ -1,13 +1,12 @@
 import { errorText } from '../../codec/codecs';
 import { compareEntryIds } from '../../codec/entry-id';
 import type { RawEntry, StreamsClient } from '../../redis/stream-roles';
-import type { Delivery } from '../handle/delivery';
-import { deliveryCounts } from '../handle/delivery-counts';
-import type { LoopHealth } from './loop-health';
-import type { LoopContext } from '../context/loop-context';
-import type { StartLimiter } from '../handle/rate-limiter';
-import type { RetryScheduler } from '../retry/retry-scheduler';
-import type { Settlement } from '../settle/settlement';
+import { type Delivery, deliveryCounts } from '../handle';
+import type { LoopHealth } from '../health';
+import type { LoopContext } from '../context';
+import type { StartLimiter } from '../limits';
+import type { RetryScheduler } from '../retry';
+import type { Settlement } from '../settle';
 
 /** What claiming due retries needs besides the context. */
 export interface RetryClaimsParts {

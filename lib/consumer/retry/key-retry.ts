@@ -1,5 +1,5 @@
 import type { StreamMessage } from '../../interfaces/stream-message.interface';
-import type { LoopContext } from '../context/loop-context';
+import type { LoopContext } from '../context';
 import { decideRetry, type RetryDecisionContext } from './retry-decision';
 
 /**

@@ -1,7 +1,7 @@
 import { isNonRetryable } from '../../errors/non-retryable.error';
 import type { ResolvedHandlerOptions } from '../../config/handler-definitions';
 import type { StreamMessage } from '../../interfaces/stream-message.interface';
-import type { LoopContext } from '../context/loop-context';
+import type { LoopContext } from '../context';
 import { retryDelay } from './retry-policy';
 
 /**

@@ -1,8 +1,8 @@
-import { HeldEntries } from '../recover/heartbeat';
-import type { FailedEntry, LoopContext, LoopCounters } from '../context/loop-context';
+import { HeldEntries } from '../health';
+import type { FailedEntry, LoopContext, LoopCounters } from '../context';
 import { decideRetry, type RetryDecisionContext } from './retry-decision';
 
-export type { FailedEntry } from '../context/loop-context';
+export type { FailedEntry } from '../context';
 
 /** Failures that leave the hot path now, per dead-letter reason. */
 export interface FinalFailures {

@@ -1,4 +1,4 @@
-import type { HandlerErrors, LoopContext } from '../context/loop-context';
+import type { HandlerErrors, LoopContext } from '../context';
 import { NO_RECORDS, type AckRecordSource } from './ack-records';
 import type { AckWriter } from './ack-writer';
 

@@ -1,7 +1,13 @@
 import type { StreamMessage } from '../../interfaces/stream-message.interface';
 import type { SkipRecord } from '../../redis/stream-roles';
-import { NEWEST_RECORD_TTL_MS, type SkipRules } from '../skip/skip-rules';
-import type { LookUpTicket, OwnRecordIndex, OwnRecords, RidingLookUp } from '../skip/skip.types';
+import {
+  NEWEST_RECORD_TTL_MS,
+  type SkipRules,
+  type LookUpTicket,
+  type OwnRecordIndex,
+  type OwnRecords,
+  type RidingLookUp,
+} from '../skip';
 
 /** The records to write with entries' XACKs; the ack buffer asks it when it sends. */
 export interface AckRecordSource {

@@ -1,5 +1,5 @@
 import type { AlongAck, SkipQuery, SkipRecord, StreamsClient } from '../../redis/stream-roles';
-import type { LoopContext } from '../context/loop-context';
+import type { LoopContext } from '../context';
 
 /** Something with writes to send in the round trip of some entries' XACK (checkpoints dropped). */
 export interface AlongAckSource {

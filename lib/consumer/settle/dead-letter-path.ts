@@ -8,10 +8,15 @@ import type {
 } from '../../interfaces/dead-letter-message.interface';
 import type { StreamsClient } from '../../redis/stream-roles';
 import type { AckWriter } from './ack-writer';
-import type { ConsumerLogger, DeadLetterSink } from '../context/consumer-config';
-import type { DeadLetterCandidate, LoopContext, LoopCounters } from '../context/loop-context';
+import type {
+  ConsumerLogger,
+  DeadLetterSink,
+  DeadLetterCandidate,
+  LoopContext,
+  LoopCounters,
+} from '../context';
 
-export type { DeadLetterCandidate } from '../context/loop-context';
+export type { DeadLetterCandidate } from '../context';
 
 /** Where one loop's dead letters go, with the identity it stamps on them. */
 export interface DeadLetterRoute {

@@ -2,15 +2,15 @@ import type { DeadLetterReason } from '../../interfaces/dead-letter-message.inte
 import type { RawEntry, StreamsClient } from '../../redis/stream-roles';
 import type { AckWriter } from './ack-writer';
 import type { DeadLetterPath } from './dead-letter-path';
-import type { Heartbeat } from '../recover/heartbeat';
+import type { Heartbeat } from '../health';
 import type {
   DeadLetterCandidate,
   FailedEntry,
   HandlerErrors,
   LoopContext,
   RejectedEntry,
-} from '../context/loop-context';
-import type { RetryScheduler } from '../retry/retry-scheduler';
+} from '../context';
+import type { RetryScheduler } from '../retry';
 
 /** What settling entries other than by an ack needs besides the context. */
 export interface SettlementParts {

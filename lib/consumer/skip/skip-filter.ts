@@ -2,7 +2,7 @@ import type { StreamMessage } from '../../interfaces/stream-message.interface';
 import type { SkipQuery, StreamsClient } from '../../redis/stream-roles';
 import { RecordLookUp, type LookUpAnswer } from './skip-look-up';
 import type { OwnRecords } from './skip.types';
-import type { LoopContext } from '../context/loop-context';
+import type { LoopContext } from '../context';
 import type { SkipRules } from './skip-rules';
 
 /** A read sorted by the skip filter. */

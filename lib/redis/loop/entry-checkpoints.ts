@@ -1,4 +1,4 @@
-import type { CommandLink } from '../connection/command-link';
+import type { CommandLink } from '../connection';
 import { checkpointKeyOf } from '../package-keys';
 import type { EntryCheckpoints } from '../stream-roles';
 

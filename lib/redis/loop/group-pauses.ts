@@ -1,6 +1,5 @@
-import { keySlot } from '../connection/cluster-routing';
+import { keySlot, type CommandLink } from '../connection';
 import { pauseKeyOf } from '../package-keys';
-import type { CommandLink } from '../connection/command-link';
 import type { GroupPauses, PauseTarget } from '../stream-roles';
 
 /**

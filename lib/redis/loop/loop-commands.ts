@@ -1,4 +1,4 @@
-import type { CommandLink } from '../connection/command-link';
+import { type CommandLink, parseEntry } from '../connection';
 import { RATE_BUDGET_SCRIPT, RATE_BUDGET_SHA } from './rate-budget.script';
 import {
   checkpointKeyOf,
@@ -8,7 +8,6 @@ import {
 } from '../package-keys';
 import { ACK_RECORDS_SCRIPT, ACK_RECORDS_SHA } from './skip-records.script';
 import { isBusyGroupError, isNoScriptError, isOomError } from '../redis-errors';
-import { parseEntry } from '../connection/reply-shapes';
 import type {
   AckRecordingReply,
   AlongAck,

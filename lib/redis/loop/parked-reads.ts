@@ -5,10 +5,11 @@ import {
   nodeKeyOf,
   nodeOf,
   type RedisConnection,
-} from '../connection/cluster-routing';
-import type { CommandLink } from '../connection/command-link';
+  type CommandLink,
+  parseReadReplies,
+  parseReadReply,
+} from '../connection';
 import { isReplyError } from '../redis-errors';
-import { parseReadReplies, parseReadReply } from '../connection/reply-shapes';
 import { stallMarginMs, type BlockingReads, type RawEntry } from '../stream-roles';
 
 /**

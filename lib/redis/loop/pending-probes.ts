@@ -1,6 +1,5 @@
-import { keySlot } from '../connection/cluster-routing';
-import type { CommandLink } from '../connection/command-link';
-import type { PendingProbeRow, PendingProbes } from '../partitions/partition-roles';
+import { keySlot, type CommandLink } from '../connection';
+import type { PendingProbeRow, PendingProbes } from '../partitions';
 import { PENDING_PROBE_SCRIPT, PENDING_PROBE_SHA } from './pending-probe.script';
 import { isNoScriptError } from '../redis-errors';
 

@@ -2,7 +2,7 @@
  * The read-only role of the dashboard and the CLI beyond `StreamQueries` (re-exported by
  * stream-roles.ts, the surfaces' one door to lib/redis). A leaf: types only.
  */
-import type { RawEntry } from '../connection/reply-shapes';
+import type { RawEntry } from '../connection';
 
 /** One page of stream keys found by `SCAN ... TYPE stream`. */
 export interface StreamKeysPage {

@@ -1,5 +1,5 @@
-import type { CommandLink } from '../connection/command-link';
-import type { PartitionLeases } from '../partitions/partition-roles';
+import type { CommandLink } from '../connection';
+import type { PartitionLeases } from '../partitions';
 import type { ConsumerInfo, RawEntry, StreamQueries } from '../stream-roles';
 
 /** What retention needs to know about one group to compute the floor. */

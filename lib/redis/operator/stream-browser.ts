@@ -1,5 +1,4 @@
-import type { CommandLink } from '../connection/command-link';
-import { mapReply, parseEntry, parseReadReplies } from '../connection/reply-shapes';
+import { type CommandLink, mapReply, parseEntry, parseReadReplies } from '../connection';
 import type { RawEntry, StreamBrowsing, StreamCounters, StreamKeysPage } from '../stream-roles';
 
 /** Deadline of one browsing command (the dashboard and the CLI wait for nothing longer). */

@@ -1,7 +1,5 @@
-import { isCluster } from '../connection/cluster-routing';
-import type { CommandLink } from '../connection/command-link';
+import { isCluster, type CommandLink, mapReply, parseEntry } from '../connection';
 import { isNoSuchKeyError } from '../redis-errors';
-import { mapReply, parseEntry } from '../connection/reply-shapes';
 import type { ConsumerInfo, GroupInfo, RawEntry, StreamQueries } from '../stream-roles';
 
 /**

@@ -1,4 +1,4 @@
-import type { CommandLink } from '../connection/command-link';
+import type { CommandLink } from '../connection';
 import {
   LEASE_ACQUIRE_SCRIPT,
   LEASE_HEARTBEAT_SCRIPT,

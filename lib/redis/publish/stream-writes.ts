@@ -1,6 +1,5 @@
 import type { ChainableCommander, Cluster, Redis } from 'ioredis';
-import { isCluster, keySlot } from '../connection/cluster-routing';
-import type { CommandLink } from '../connection/command-link';
+import { isCluster, keySlot, type CommandLink } from '../connection';
 import { IDEMPOTENT_ADD_SCRIPT, IDEMPOTENT_ADD_SHA } from './idempotent-add.script';
 import { idempotencyKey } from '../package-keys';
 import type { IdempotentAdd, IdempotentItem, IdempotentWrites } from './idempotent-roles';

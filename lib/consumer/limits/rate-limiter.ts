@@ -1,6 +1,6 @@
 import type { RateLimitOptions } from '../../interfaces/delivery-control.interface';
 import type { StreamsClient } from '../../redis/stream-roles';
-import { sleep } from '../retry/backoff';
+import { sleep } from '../context';
 
 /**
  * Starts in hand are not handed out in the last ms of their window: a start begins a moment after

@@ -1,6 +1,6 @@
 import { errorText } from '../../codec/codecs';
 import type { StreamsClient } from '../../redis/stream-roles';
-import type { ClaimedBatch, LoopContext } from '../context/loop-context';
+import type { ClaimedBatch, LoopContext } from '../context';
 
 /**
  * A set of entries this consumer holds and keeps claimed: the batch in hand, the entries on the

@@ -1,8 +1,7 @@
 import { errorText } from '../../codec/codecs';
 import { isNoGroupError, isWrongTypeError } from '../../redis/redis-errors';
 import type { StreamsClient } from '../../redis/stream-roles';
-import { BACKOFF_INITIAL_MS, backoffDelay, sleep } from '../retry/backoff';
-import type { LoopContext } from '../context/loop-context';
+import { BACKOFF_INITIAL_MS, backoffDelay, sleep, type LoopContext } from '../context';
 
 /**
  * The loop's health, in one place: whether its group is known to exist, whether its own PEL must

@@ -1,0 +1,8 @@
+/**
+ * Skips (`dedup`, `newerWins`): the rules, the look-up that rides with the read or the ack, and the
+ * filter that sorts a read into entries to handle and entries to acknowledge unhandled.
+ */
+export * from './skip-filter';
+export * from './skip-look-up';
+export * from './skip-rules';
+export * from './skip.types';

@@ -1,0 +1,7 @@
+/**
+ * Writes: plain and idempotent adds (the script and its roles) and the replicated write.
+ */
+export * from './idempotent-add.script';
+export * from './idempotent-roles';
+export * from './replicated-write';
+export * from './stream-writes';
