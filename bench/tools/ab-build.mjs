@@ -34,7 +34,11 @@ rmSync(dir, { recursive: true, force: true });
 mkdirSync(dir, { recursive: true });
 const files = ['lib', 'tsconfig.json', 'tsconfig.build.json'];
 if (values.ref) {
-  const tar = execFileSync('git', ['archive', values.ref, ...files], { cwd: root });
+  // lib/ holds the dashboard's images: more than execFileSync's 1 MB default buffer
+  const tar = execFileSync('git', ['archive', values.ref, ...files], {
+    cwd: root,
+    maxBuffer: 256 * 1024 * 1024,
+  });
   execFileSync('tar', ['-x', '-C', dir], { input: tar });
 } else {
   for (const f of files) cpSync(join(root, f), join(dir, f), { recursive: true });
