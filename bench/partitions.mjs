@@ -9,7 +9,10 @@
 //   - idle: one process with 4 handlers x 1 partition + 1 plain handler, then 4 x 16 + 1 plain, all
 //     in one group, parked with nothing published: its connections (CLIENT LIST `echo-stream-*`)
 //     and the commands per second Redis ran (INFO commandstats over BENCH_PART_IDLE_S seconds).
-// Drains run at concurrency 1 and 8 (BENCH_PART_CONCURRENCY=1,8).
+// Drains run at concurrency 1 and 8 (BENCH_PART_CONCURRENCY=1,8), BENCH_PART_ROUNDS (1) rounds of
+// them, the order of plain and partitioned alternating between rounds; with more than one round
+// each figure is the median of its rounds, and the ratio the median of each round's ratio to that
+// round's plain drain (paired: a busy moment of a shared machine hits both), with its [min-max].
 // Knobs: BENCH_PART_N=20000, BENCH_PART_P=8, BENCH_PART_KEYS=100, BENCH_PART_IDLE_S=20,
 // BENCH_PART_WORKLOADS=drain,publish,rebalance,idle; BENCH_NODE_ARGS='--cpu-prof ...': extra node
 // flags of every child (profiles of a drain: --cpu-prof --cpu-prof-dir=DIR). Each drain also says
@@ -22,6 +25,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { startRedis } from './lib/redis-server.mjs';
+import { median } from './lib/stats.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const lib = createRequire(import.meta.url)(join(root, 'dist', 'index.js'));
@@ -30,6 +34,7 @@ const P = Number(process.env.BENCH_PART_P ?? 8);
 const KEYS = Number(process.env.BENCH_PART_KEYS ?? 100);
 const IDLE_S = Number(process.env.BENCH_PART_IDLE_S ?? 20);
 const CONCURRENCIES = (process.env.BENCH_PART_CONCURRENCY ?? '1,8').split(',').map(Number);
+const ROUNDS = Math.max(1, Number(process.env.BENCH_PART_ROUNDS ?? 1));
 const WORKLOADS = (process.env.BENCH_PART_WORKLOADS ?? 'drain,publish,rebalance,idle').split(',');
 const CLOCK_TICKS = 100; // USER_HZ of /proc/<pid>/stat on Linux
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
@@ -208,6 +213,24 @@ async function keyedPublish() {
   return { plainUs: plain, keyedUs: keyed };
 }
 
+/** One drain figure over the rounds: medians, and the ratio to plain paired round by round. */
+function drainLine(label, concurrency, rounds) {
+  const runs = rounds.map((r) => r[label]);
+  const ratios = rounds.map((r) => r[label].rate / r['plain-1'].rate);
+  const cpuRatios = rounds.map((r) => r[label].cpu / r['plain-1'].cpu);
+  const mid = (pick) => median(runs.map(pick));
+  const spread = (xs) =>
+    xs.length > 1 ? ` [${Math.min(...xs).toFixed(2)}-${Math.max(...xs).toFixed(2)}]` : '';
+  return (
+    `  drain ${label.padEnd(8)} concurrency ${String(concurrency).padEnd(2)} ` +
+    `${mid((r) => r.seconds).toFixed(2)} s  ${Math.round(mid((r) => r.rate))} entries/s  ` +
+    `(${median(ratios).toFixed(2)}x${spread(ratios)} plain-1)  ${Math.round(mid((r) => r.xacks))} XACKs, ` +
+    `${Math.round(mid((r) => r.writes))} writes, ${mid((r) => r.cpu).toFixed(2)} s CPU ` +
+    `(${median(cpuRatios).toFixed(2)}x${spread(cpuRatios)})` +
+    (rounds.length > 1 ? `, median of ${rounds.length} rounds` : '')
+  );
+}
+
 async function owners(stream) {
   const lease = await redis.hgetall(`{${stream}}:echo-leases:g`);
   const [s, us] = await redis.time();
@@ -241,18 +264,23 @@ try {
   );
   if (WORKLOADS.includes('drain'))
     for (const concurrency of CONCURRENCIES) {
-      const results = [
-        await drain('plain-1', 1, false, concurrency),
-        await drain('part-1', 1, true, concurrency),
-        ...(concurrency === Math.max(...CONCURRENCIES)
-          ? [await drain('part-3', 3, true, concurrency)]
-          : []),
-      ];
-      const base = results[0].rate;
-      for (const r of results)
-        console.log(
-          `  drain ${r.label.padEnd(8)} concurrency ${String(r.concurrency).padEnd(2)} ${r.seconds.toFixed(2)} s  ${r.rate} entries/s  (${(r.rate / base).toFixed(2)}x plain-1)  ${r.xacks} XACKs, ${r.writes} writes, ${r.cpu.toFixed(2)} s CPU`,
-        );
+      const labels = ['plain-1', 'part-1'];
+      if (concurrency === Math.max(...CONCURRENCIES)) labels.push('part-3');
+      const rounds = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        // odd rounds run the partitioned drains first: neither side always runs on a warm machine
+        const order = round % 2 === 0 ? labels : [...labels.slice(1), labels[0]];
+        const byLabel = {};
+        for (const label of order)
+          byLabel[label] = await drain(
+            `${label}-r${round}`,
+            label === 'part-3' ? 3 : 1,
+            label !== 'plain-1',
+            concurrency,
+          );
+        rounds.push(byLabel);
+      }
+      for (const label of labels) console.log(drainLine(label, concurrency, rounds));
     }
   if (WORKLOADS.includes('publish')) {
     const pub = await keyedPublish();

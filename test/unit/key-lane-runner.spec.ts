@@ -112,6 +112,29 @@ describe('KeyLaneRunner and KeyAckGate', () => {
     expect(most()).toBe(4);
   });
 
+  it('a key whose entry completed while an XACK was on the wire waits for the next XACK, not for that reply', async () => {
+    const loop = testLoop({ concurrency: 2 });
+    const lanes = keyedLanes(loop);
+    lanes.holdAcks(30);
+    // b1 ends first: its XACK leaves alone; a1 ends while it is on the wire, so a1 goes in the next
+    const start = async (m: StreamMessage<unknown>): Promise<LaneVerdict> => {
+      lanes.log.push(`start ${m.entryId}`);
+      await tick(m.entryId === 'a1' ? 10 : 1);
+      lanes.log.push(`end ${m.entryId}`);
+      return 'ok';
+    };
+    const list = [keyed('a1', 'a'), keyed('b1', 'b'), keyed('a2', 'a'), keyed('b2', 'b')];
+    const outcome = await lanes.runner.run(list, false, start);
+    expect(outcome.leftPending.size).toBe(0);
+    const firstReply = lanes.log.findIndex((line) => line.startsWith('acked '));
+    expect(lanes.log[firstReply]).toBe('acked b1');
+    // the first reply frees b, not a: a2 starts only once a1's own XACK reply is in
+    expect(at(lanes.log, 'acked', 'a1')).toBeGreaterThan(firstReply);
+    expect(at(lanes.log, 'start', 'a2')).toBeGreaterThan(at(lanes.log, 'acked', 'a1'));
+    expect(at(lanes.log, 'start', 'b2')).toBeGreaterThan(firstReply);
+    expect(at(lanes.log, 'start', 'b2')).toBeLessThan(at(lanes.log, 'acked', 'a1'));
+  });
+
   it('a key waiting for its acknowledgement holds no concurrency slot', async () => {
     const loop = testLoop({ concurrency: 1 });
     const lanes = keyedLanes(loop);

@@ -46,8 +46,14 @@ export class KeyAckGate implements AckWatch {
   private readonly open = new Map<string, number>();
   /** The key of every entry in {@link open}. */
   private readonly keyOfEntry = new Map<string, string>();
-  /** Per key, the starts waiting for its acknowledgement (`true`: go, `false`: hold back). */
-  private readonly waiters = new Map<string, Array<(go: boolean) => void>>();
+  /**
+   * The next XACK reply (`true`) or the failure that blocked the starts (`false`): one promise
+   * shared by every key waiting, not one per key.
+   */
+  private wave: {
+    readonly promise: Promise<boolean>;
+    readonly resolve: (go: boolean) => void;
+  } | null = null;
   private sending = false;
   private sendAgain = false;
   private isBlocked = false;
@@ -84,38 +90,42 @@ export class KeyAckGate implements AckWatch {
     this.keyOfEntry.set(entryId, key);
   }
 
+  /** True while `key` has a completed entry whose acknowledgement is not in yet. */
+  isOpen(key: string): boolean {
+    return this.open.has(key);
+  }
+
   /**
-   * May the next entry of `key` start? `null`: yes, now (nothing of the key waits for its XACK);
-   * else a promise of `true` once the server acknowledged them (an XACK is sent for them now, or
-   * they ride with one on the wire), `false` when starts are {@link blocked}.
+   * The next XACK reply: `true` once it is in (an XACK is sent for the waiting acks now, or they
+   * ride with one on the wire), `false` when starts are {@link blocked}. Every key waiting shares
+   * it (a read's lanes wait in waves, not each with a promise of its own); a key whose ack was not
+   * in that reply (it completed while the XACK was on the wire) waits for the next.
    */
-  turn(key: string): Promise<boolean> | null {
+  nextAck(): Promise<boolean> {
     if (this.isBlocked) return Promise.resolve(false);
-    if (!this.open.has(key)) return null;
-    return new Promise((resolve) => {
-      const waiting = this.waiters.get(key);
-      if (waiting) waiting.push(resolve);
-      else this.waiters.set(key, [resolve]);
-      this.send();
-    });
+    let wave = this.wave;
+    if (wave === null) {
+      let resolve: (go: boolean) => void = () => undefined;
+      const promise = new Promise<boolean>((settle) => (resolve = settle));
+      wave = this.wave = { promise, resolve };
+    }
+    this.send();
+    return wave.promise;
   }
 
   /** An XACK's reply is in: keys with nothing left open may start their next entry. */
   acked(ids: readonly string[]): void {
-    if (this.keyOfEntry.size === 0) return;
-    for (const id of ids) {
-      const key = this.keyOfEntry.get(id);
-      if (key === undefined) continue;
-      this.keyOfEntry.delete(id);
-      const open = this.open.get(key);
-      if (open === undefined) continue;
-      if (open > 1) {
-        this.open.set(key, open - 1);
-        continue;
+    if (this.keyOfEntry.size > 0)
+      for (const id of ids) {
+        const key = this.keyOfEntry.get(id);
+        if (key === undefined) continue;
+        this.keyOfEntry.delete(id);
+        const open = this.open.get(key);
+        if (open === undefined) continue;
+        if (open > 1) this.open.set(key, open - 1);
+        else this.open.delete(key);
       }
-      this.open.delete(key);
-      this.wake(key, true);
-    }
+    this.endWave(true);
   }
 
   /**
@@ -136,7 +146,7 @@ export class KeyAckGate implements AckWatch {
           `are read again`,
       );
     }
-    for (const key of [...this.waiters.keys()]) this.wake(key, false);
+    this.endWave(false);
   }
 
   /** The own PEL drain begins (its acks went through): entries may start again, from there. */
@@ -151,11 +161,11 @@ export class KeyAckGate implements AckWatch {
     return failure;
   }
 
-  private wake(key: string, go: boolean): void {
-    const waiting = this.waiters.get(key);
-    if (!waiting) return;
-    this.waiters.delete(key);
-    for (const resolve of waiting) resolve(go);
+  private endWave(go: boolean): void {
+    const wave = this.wave;
+    if (wave === null) return;
+    this.wave = null;
+    wave.resolve(go);
   }
 
   /**
@@ -187,6 +197,6 @@ export class KeyAckGate implements AckWatch {
 
   private sent(): void {
     this.sending = false;
-    if (this.sendAgain && this.waiters.size > 0 && !this.isBlocked) this.send();
+    if (this.sendAgain && this.wave !== null && !this.isBlocked) this.send();
   }
 }

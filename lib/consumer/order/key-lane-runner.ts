@@ -18,7 +18,7 @@ export type LaneVerdict =
 export interface KeyLaneParts {
   readonly keyOf: (message: StreamMessage<unknown>) => string | undefined;
   /** A key's next entry starts once the XACK of its completed ones is in. */
-  readonly gate: Pick<KeyAckGate, 'blocked' | 'turn' | 'completed' | 'takeFailure'>;
+  readonly gate: Pick<KeyAckGate, 'blocked' | 'isOpen' | 'nextAck' | 'completed' | 'takeFailure'>;
   /** The loop's `concurrency`, shared with the lanes of held keys. */
   readonly slots: Pick<StartSlots, 'take' | 'give'>;
   /**
@@ -106,7 +106,11 @@ export class KeyLaneRunner {
       for (let i = 0; i < lane.length; i++) {
         const message = lane[i];
         const key = keyOf(message);
-        const attempted = this.attempt(message, key, starts, start);
+        // the key's completed entries acknowledged first: a wait shared by every key of that
+        // XACK (a synchronous handler's lanes move in waves, without a promise per entry)
+        if (key !== undefined && gate.isOpen(key) && !gate.blocked && !this.context.isStopping())
+          while (gate.isOpen(key) && (await gate.nextAck()));
+        const attempted = this.attempt(message, starts, start);
         const verdict = attempted instanceof Promise ? await attempted : attempted;
         if (verdict === 'stopping') return;
         if (verdict === 'blocked') {
@@ -141,26 +145,20 @@ export class KeyLaneRunner {
   }
 
   /**
-   * One entry: its key's turn, then a slot (and, in a held lane or past the read's window, a
-   * start), then the attempt. When the key's turn is now and a slot is free, the attempt is made at
-   * once (a synchronous handler's verdict comes back without a promise); when its turn comes later,
-   * the same steps run the moment the XACK's reply is in; a slot to wait for or a start to take go
-   * to {@link attemptLater}.
+   * One entry whose key's turn came ({@link run} waited for its XACK): a slot (and, in a held lane
+   * or past the read's window, a start), then the attempt. When a slot is free the attempt is made
+   * at once (a synchronous handler's verdict comes back without a promise); a slot to wait for or a
+   * start to take go to {@link attemptLater}.
    */
   private attempt(
     message: StreamMessage<unknown>,
-    key: string | undefined,
     starts: RunStarts,
     start: LaneStart,
   ): LaneVerdict | NotStarted | Promise<LaneVerdict | NotStarted> {
     const { gate, slots } = this.parts;
     if (this.context.isStopping()) return 'stopping';
-    // the key's completed entries acknowledged first; waiting for that holds no slot
-    const turn = key === undefined ? null : gate.turn(key);
+    // a failed XACK (the wait in run ended with it): nothing starts until the own PEL drain
     if (gate.blocked) return 'blocked';
-    // its turn comes with the XACK's reply: then the same steps, at once if a slot is free
-    if (turn !== null)
-      return turn.then((go) => (go ? this.attempt(message, key, starts, start) : 'blocked'));
     if (this.takesStart(starts)) return this.attemptLater(message, starts, start);
     const slot = slots.take();
     if (slot) return this.attemptLater(message, starts, start, slot);
