@@ -5,7 +5,7 @@
  * slot; a failed XACK holds its key's next entry back (pending, for the own PEL drain); the
  * `concurrency` slots are shared with held keys' lanes, whose starts ask the rate limit.
  */
-import type { LaneVerdict } from '../../lib/consumer/order/key-lane-runner';
+import type { LaneVerdict } from '../../lib/consumer/order/lane-waves';
 import type { StartLimiter } from '../../lib/consumer/limits/rate-limiter';
 import { StartSlots } from '../../lib/consumer/limits/start-slots';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
@@ -115,11 +115,12 @@ describe('KeyLaneRunner and KeyAckGate', () => {
   it('a key whose entry completed while an XACK was on the wire waits for the next XACK, not for that reply', async () => {
     const loop = testLoop({ concurrency: 2 });
     const lanes = keyedLanes(loop);
-    lanes.holdAcks(30);
-    // b1 ends first: its XACK leaves alone; a1 ends while it is on the wire, so a1 goes in the next
+    lanes.holdAcks(200);
+    // b1 ends first: its XACK leaves alone; a1 ends once it is on the wire, so a1 goes in the next
     const start = async (m: StreamMessage<unknown>): Promise<LaneVerdict> => {
       lanes.log.push(`start ${m.entryId}`);
-      await tick(m.entryId === 'a1' ? 10 : 1);
+      await tick(1);
+      if (m.entryId === 'a1') while (!lanes.log.includes('xack b1')) await tick(1);
       lanes.log.push(`end ${m.entryId}`);
       return 'ok';
     };

@@ -8,3 +8,4 @@ export * from './held-keys';
 export * from './key-ack-gate';
 export * from './key-lane-runner';
 export * from './key-lanes';
+export * from './lane-waves';

@@ -54,6 +54,8 @@ export class KeyAckGate implements AckWatch {
     readonly promise: Promise<boolean>;
     readonly resolve: (go: boolean) => void;
   } | null = null;
+  /** Settles once the XACK this gate sent last was answered (or failed). */
+  private lastSend: Promise<void> = Promise.resolve();
   private sending = false;
   private sendAgain = false;
   private isBlocked = false;
@@ -154,8 +156,12 @@ export class KeyAckGate implements AckWatch {
     this.isBlocked = false;
   }
 
-  /** The failure of an XACK this gate sent, once (the loop backs off with it). */
-  takeFailure(): { error: unknown } | null {
+  /**
+   * The failure of an XACK this gate sent, once (the loop backs off with it), once the last XACK
+   * it sent was answered (a lane held back by its failure may learn of it before this gate does).
+   */
+  async takeFailure(): Promise<{ error: unknown } | null> {
+    await this.lastSend;
     const failure = this.failure;
     this.failure = null;
     return failure;
@@ -181,18 +187,23 @@ export class KeyAckGate implements AckWatch {
     }
     this.sending = true;
     this.sendAgain = false;
-    this.ports.turn.request(() => {
-      // a held key's lane runs beside the beat, which may be parked on the same connection
-      this.ports.wakeRead?.();
-      this.ports.acks.flush().then(
-        () => this.sent(),
-        (err: unknown) => {
-          // failed() already blocked the starts and woke the waiters
-          this.failure ??= { error: err };
-          this.sent();
-        },
-      );
-    });
+    this.lastSend = new Promise<void>((answered) =>
+      this.ports.turn.request(() => {
+        // a held key's lane runs beside the beat, which may be parked on the same connection
+        this.ports.wakeRead?.();
+        this.ports.acks
+          .flush()
+          .then(
+            () => this.sent(),
+            (err: unknown) => {
+              // failed() already blocked the starts and ended the wave
+              this.failure ??= { error: err };
+              this.sent();
+            },
+          )
+          .then(answered);
+      }),
+    );
   }
 
   private sent(): void {

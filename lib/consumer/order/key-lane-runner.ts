@@ -2,17 +2,9 @@ import type { StreamMessage } from '../../interfaces/stream-message.interface';
 import type { HeldKeys } from './held-keys';
 import type { KeyAckGate } from './key-ack-gate';
 import { keyLanes } from './key-lanes';
+import { LaneWaves, type LaneVerdict, type NotStarted } from './lane-waves';
 import type { LoopContext } from '../context';
 import { takeOneStart, type StartLimiter, type StartSlots } from '../limits';
-
-/** How one attempt of an entry in a keyed lane ended. */
-export type LaneVerdict =
-  /** The handler returned: its ack is due before the key's next entry starts. */
-  | 'ok'
-  /** It failed or was refused, settled with the batch (dead letter, retry scheduler). */
-  | 'settled'
-  /** It failed and is retried in place after `retryInMs` (partitions: its key is held). */
-  | { readonly retryInMs: number; readonly error: unknown };
 
 /** What running keyed lanes needs besides the context. */
 export interface KeyLaneParts {
@@ -39,9 +31,6 @@ export interface LanesOutcome {
   /** That XACK's failure, when this run's wait sent it (reported once, for the backoff). */
   readonly ackFailure?: { error: unknown };
 }
-
-/** Why an entry of a lane did not start. */
-type NotStarted = 'stopping' | 'blocked';
 
 /** Where the starts of a run come from. */
 interface RunStarts {
@@ -89,66 +78,41 @@ export class KeyLaneRunner {
   ): Promise<LanesOutcome> {
     const { keyOf, held, limiter, gate } = this.parts;
     const starts: RunStarts = { heldLane, window: startsWindow };
-    const handed = new Set<string>();
-    const leftPending = new Set<string>();
+    const run = new LaneWaves({
+      keyOf,
+      gate,
+      held,
+      isStopping: () => this.context.isStopping(),
+      attempt: (message) => this.attempt(message, starts, start),
+      refund: (count) => {
+        // a held lane takes its starts one by one: nothing to give back
+        if (!heldLane) limiter.refund(count, startsWindow);
+      },
+    });
     let runnable = messages;
     if (held && !heldLane) {
       // the entries of a held key wait behind its retry (the same array when none is held)
       runnable = held.divert(messages, keyOf);
       if (runnable !== messages) {
         const kept = new Set(runnable);
-        for (const m of messages) if (!kept.has(m)) handed.add(m.entryId);
+        for (const m of messages) if (!kept.has(m)) run.handed.add(m.entryId);
         // their lane takes their starts when it runs them
-        limiter.refund(handed.size, startsWindow);
+        limiter.refund(run.handed.size, startsWindow);
       }
     }
-    const runLane = async (lane: StreamMessage<unknown>[]): Promise<void> => {
-      for (let i = 0; i < lane.length; i++) {
-        const message = lane[i];
-        const key = keyOf(message);
-        // the key's completed entries acknowledged first: a wait shared by every key of that
-        // XACK (a synchronous handler's lanes move in waves, without a promise per entry)
-        if (key !== undefined && gate.isOpen(key) && !gate.blocked && !this.context.isStopping())
-          while (gate.isOpen(key) && (await gate.nextAck()));
-        const attempted = this.attempt(message, starts, start);
-        const verdict = attempted instanceof Promise ? await attempted : attempted;
-        if (verdict === 'stopping') return;
-        if (verdict === 'blocked') {
-          for (let j = i; j < lane.length; j++) leftPending.add(lane[j].entryId);
-          return;
-        }
-        if (verdict === 'ok') gate.completed(message, key);
-        if (typeof verdict === 'string') continue;
-        // its retry waits outside this run, the key's later entries behind it
-        const rest = lane.slice(i + 1);
-        // an entry without a key holds only itself
-        held?.hold(
-          key ?? `\u0000${message.entryId}`,
-          message,
-          verdict.error,
-          verdict.retryInMs,
-          rest,
-        );
-        handed.add(message.entryId);
-        for (const m of rest) handed.add(m.entryId);
-        if (!heldLane) limiter.refund(rest.length, startsWindow);
-        return;
-      }
-    };
-    const lanes = keyLanes(runnable, keyOf);
-    if (lanes.length === 1) await runLane(lanes[0]);
-    else if (lanes.length > 1) await Promise.all(lanes.map(runLane));
+    await run.run(keyLanes(runnable, keyOf));
+    const { handed, leftPending } = run;
     if (leftPending.size === 0) return { handed, leftPending };
     // read again by the drain, which takes their starts then
     if (!heldLane) limiter.refund(leftPending.size, startsWindow);
-    return { handed, leftPending, ackFailure: gate.takeFailure() ?? undefined };
+    return { handed, leftPending, ackFailure: (await gate.takeFailure()) ?? undefined };
   }
 
   /**
-   * One entry whose key's turn came ({@link run} waited for its XACK): a slot (and, in a held lane
-   * or past the read's window, a start), then the attempt. When a slot is free the attempt is made
-   * at once (a synchronous handler's verdict comes back without a promise); a slot to wait for or a
-   * start to take go to {@link attemptLater}.
+   * One entry whose key's turn came ({@link LaneWaves} waited for its XACK): a slot (and, in a
+   * held lane or past the read's window, a start), then the attempt. When a slot is free the
+   * attempt is made at once (a synchronous handler's verdict comes back without a promise); a slot
+   * to wait for or a start to take go to {@link attemptLater}.
    */
   private attempt(
     message: StreamMessage<unknown>,
@@ -157,7 +121,7 @@ export class KeyLaneRunner {
   ): LaneVerdict | NotStarted | Promise<LaneVerdict | NotStarted> {
     const { gate, slots } = this.parts;
     if (this.context.isStopping()) return 'stopping';
-    // a failed XACK (the wait in run ended with it): nothing starts until the own PEL drain
+    // a failed XACK (the wave's wait ended with it): nothing starts until the own PEL drain
     if (gate.blocked) return 'blocked';
     if (this.takesStart(starts)) return this.attemptLater(message, starts, start);
     const slot = slots.take();
