@@ -14,7 +14,8 @@
 //   order rotated. The ratio is the median of each round's ratio to that round's plain drain
 //   (paired: a busy moment of a shared machine hits both), with its [min-max]; CPU per entry
 //   (the process and redis-server, from the first handler call to the empty PEL) is printed
-//   beside, steadier than entries/s where other work shares the machine;
+//   beside, steadier than entries/s where other work shares the machine; BENCH_NODE_ARGS
+//   ('--cpu-prof --cpu-prof-dir=DIR', space-separated): extra node flags of each drain's child;
 // - memory: MEMORY USAGE summed over the index / record keys, per 1,000 ids (keys for newerWins).
 // Rounds rotate the order; each figure is the median of its rounds.
 import { fork } from 'node:child_process';
@@ -39,6 +40,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const N = Number(process.env.BENCH_N ?? 50_000);
 const DRAIN_ROUNDS = Number(process.env.BENCH_DRAIN_ROUNDS ?? Math.max(5, ROUNDS));
 const KEYS = 1000;
+/** Extra node flags of each drain's child (BENCH_NODE_ARGS, space-separated: --cpu-prof ...). */
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const rotate = (list, r) => list.map((_, i) => list[(i + r) % list.length]);
 const fmt = (x) => Math.round(x).toLocaleString('en-US');
 const ratio = (a, b) => (a / b).toFixed(2);
@@ -223,6 +226,7 @@ function drain(stream, group, variant) {
         }),
       },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      execArgv: NODE_ARGS,
     });
     let result = null;
     child.on('message', (msg) => {
