@@ -54,8 +54,8 @@ export class KeyAckGate implements AckWatch {
     readonly promise: Promise<boolean>;
     readonly resolve: (go: boolean) => void;
   } | null = null;
-  /** Settles once the XACK this gate sent last was answered (or failed). */
-  private lastSend: Promise<void> = Promise.resolve();
+  /** {@link takeFailure}s waiting for the XACK on the wire to be answered (or to fail). */
+  private answerWaiters: Array<() => void> = [];
   private sending = false;
   private sendAgain = false;
   private isBlocked = false;
@@ -161,7 +161,7 @@ export class KeyAckGate implements AckWatch {
    * it sent was answered (a lane held back by its failure may learn of it before this gate does).
    */
   async takeFailure(): Promise<{ error: unknown } | null> {
-    await this.lastSend;
+    if (this.sending) await new Promise<void>((answered) => this.answerWaiters.push(answered));
     const failure = this.failure;
     this.failure = null;
     return failure;
@@ -187,27 +187,26 @@ export class KeyAckGate implements AckWatch {
     }
     this.sending = true;
     this.sendAgain = false;
-    this.lastSend = new Promise<void>((answered) =>
-      this.ports.turn.request(() => {
-        // a held key's lane runs beside the beat, which may be parked on the same connection
-        this.ports.wakeRead?.();
-        this.ports.acks
-          .flush()
-          .then(
-            () => this.sent(),
-            (err: unknown) => {
-              // failed() already blocked the starts and ended the wave
-              this.failure ??= { error: err };
-              this.sent();
-            },
-          )
-          .then(answered);
-      }),
-    );
+    this.ports.turn.request(() => {
+      // a held key's lane runs beside the beat, which may be parked on the same connection
+      this.ports.wakeRead?.();
+      this.ports.acks.flush().then(
+        () => this.sent(),
+        (err: unknown) => {
+          // failed() already blocked the starts and ended the wave
+          this.failure ??= { error: err };
+          this.sent();
+        },
+      );
+    });
   }
 
+  /** The XACK on the wire was answered (or failed): the next may go, its waiters learn of it. */
   private sent(): void {
     this.sending = false;
+    const waiters = this.answerWaiters;
+    this.answerWaiters = [];
     if (this.sendAgain && this.wave !== null && !this.isBlocked) this.send();
+    for (const answered of waiters) answered();
   }
 }

@@ -78,16 +78,18 @@ export class KeyLaneRunner {
   ): Promise<LanesOutcome> {
     const { keyOf, held, limiter, gate } = this.parts;
     const starts: RunStarts = { heldLane, window: startsWindow };
+    // starts a read took and did not use go back to their window; a held lane takes its starts
+    // one by one, so it has none to give back
+    const giveBack = (count: number): void => {
+      if (!heldLane) limiter.refund(count, startsWindow);
+    };
     const run = new LaneWaves({
       keyOf,
       gate,
       held,
       isStopping: () => this.context.isStopping(),
       attempt: (message) => this.attempt(message, starts, start),
-      refund: (count) => {
-        // a held lane takes its starts one by one: nothing to give back
-        if (!heldLane) limiter.refund(count, startsWindow);
-      },
+      refund: giveBack,
     });
     let runnable = messages;
     if (held && !heldLane) {
@@ -97,14 +99,14 @@ export class KeyLaneRunner {
         const kept = new Set(runnable);
         for (const m of messages) if (!kept.has(m)) run.handed.add(m.entryId);
         // their lane takes their starts when it runs them
-        limiter.refund(run.handed.size, startsWindow);
+        giveBack(run.handed.size);
       }
     }
     await run.run(keyLanes(runnable, keyOf));
     const { handed, leftPending } = run;
     if (leftPending.size === 0) return { handed, leftPending };
     // read again by the drain, which takes their starts then
-    if (!heldLane) limiter.refund(leftPending.size, startsWindow);
+    giveBack(leftPending.size);
     return { handed, leftPending, ackFailure: (await gate.takeFailure()) ?? undefined };
   }
 
