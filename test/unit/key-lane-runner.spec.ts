@@ -83,9 +83,14 @@ describe('KeyLaneRunner and KeyAckGate', () => {
         expect(acked).toBeGreaterThan(at(lanes.log, 'end', `${key}${n - 1}`));
         expect(at(lanes.log, 'start', `${key}${n}`)).toBeGreaterThan(acked);
       }
-    // nothing waits behind a key's last entry: its ack was not sent, it goes with the next read
-    for (const key of ['a', 'b', 'c']) expect(at(lanes.log, 'xack', `${key}3`)).toBe(-1);
-    expect(lanes.acks.take().sort()).toEqual(['a3', 'b3', 'c3']);
+    // nothing waits behind a key's last entry: no XACK leaves for it (none after the run either);
+    // it goes with the next read, or along with an XACK another key waited for (it completed
+    // meanwhile: timers late under load)
+    await tick(50);
+    const xacks = lanes.log.filter((line) => line.startsWith('xack ')).map((l) => l.slice(5));
+    for (const ids of xacks) expect(ids.split(',').some((id) => !id.endsWith('3'))).toBe(true);
+    const alongXacks = xacks.flatMap((ids) => ids.split(',')).filter((id) => id.endsWith('3'));
+    expect([...alongXacks, ...lanes.acks.take()].sort()).toEqual(['a3', 'b3', 'c3']);
   });
 
   it('gathers the acks of many keys into one XACK while the other keys keep running', async () => {
