@@ -1,7 +1,7 @@
 import type { ChainableCommander } from 'ioredis';
 import { ConnectionMonitor } from './connection-monitor';
 import { isCluster, type RedisConnection } from './cluster-routing';
-import { RedisDeadlineError } from '../redis-errors';
+import { isNoScriptError, RedisDeadlineError } from '../redis-errors';
 
 /**
  * Deadline of every non-blocking command.
@@ -40,6 +40,19 @@ export class CommandLink {
     readonly deadlineMs = DEFAULT_COMMAND_DEADLINE_MS,
   ) {
     this.monitor = new ConnectionMonitor(connection);
+  }
+
+  /**
+   * Runs a Lua script by its SHA1 (EVALSHA), and sends its text (EVAL) when the server does not
+   * have it yet (a restart, a failover, a node new to the slot). The EVALSHA leaves at once, in
+   * order with the commands sent after it.
+   * @param tail numkeys, the keys, then the arguments.
+   */
+  sendScript(script: string, sha: string, tail: ReadonlyArray<string | number>): Promise<unknown> {
+    return this.send(['EVALSHA', sha, ...tail]).catch((err: unknown) => {
+      if (!isNoScriptError(err)) throw err;
+      return this.send(['EVAL', script, ...tail]);
+    });
   }
 
   /** Sends one command; a reply later than `deadlineMs` drops the link (it may be half-open). */

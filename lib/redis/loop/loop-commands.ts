@@ -7,7 +7,7 @@ import {
   type RecordKeyHeads,
 } from '../package-keys';
 import { ACK_RECORDS_SCRIPT, ACK_RECORDS_SHA } from './skip-records.script';
-import { isBusyGroupError, isNoScriptError, isOomError } from '../redis-errors';
+import { isBusyGroupError, isOomError } from '../redis-errors';
 import type {
   AckRecordingReply,
   AlongAck,
@@ -249,13 +249,7 @@ export class RedisLoopCommands implements LoopCommands {
     want: number,
   ): Promise<RateBudgetGrant> {
     const args = [rateBudgetKey(stream, group), max, perMs, want];
-    let reply: unknown;
-    try {
-      reply = await this.link.send(['EVALSHA', RATE_BUDGET_SHA, 1, ...args]);
-    } catch (err) {
-      if (!isNoScriptError(err)) throw err;
-      reply = await this.link.send(['EVAL', RATE_BUDGET_SCRIPT, 1, ...args]);
-    }
+    const reply = await this.link.sendScript(RATE_BUDGET_SCRIPT, RATE_BUDGET_SHA, [1, ...args]);
     const [granted, windowLeftMs] = reply as [number, number];
     return { granted: Number(granted), windowLeftMs: Math.max(1, Number(windowLeftMs)) };
   }
@@ -271,16 +265,10 @@ export class RedisLoopCommands implements LoopCommands {
     if (records.length === 0 && lookUp.length === 0)
       return { acked: await this.ack(stream, group, ids, along), found: [] };
     const heads = this.headsOf(stream, group);
-    // one array, built in place: EVALSHA sha numkeys, then KEYS (the stream, each record's key,
-    // each key looked up), then ARGV (the group, the entry ids, the records in runs of one mode
-    // and ttl: a loop's records come as its `dedup` ones, then its `newerWins` ones; see
-    // ACK_RECORDS_SCRIPT)
-    const call: Array<string | number> = [
-      'EVALSHA',
-      ACK_RECORDS_SHA,
-      1 + records.length + lookUp.length,
-    ];
-    call.push(stream);
+    // one array, built in place: numkeys, then KEYS (the stream, each record's key, each key
+    // looked up), then ARGV (the group, the entry ids, the records in runs of one mode and ttl: a
+    // loop's records come as its `dedup` ones, then its `newerWins` ones; see ACK_RECORDS_SCRIPT)
+    const call: Array<string | number> = [1 + records.length + lookUp.length, stream];
     for (const record of records)
       call.push(record.kind === 'acked' ? heads.acked + record.id : heads.newest + record.key);
     for (const query of lookUp) call.push(keyOf(heads, query));
@@ -309,10 +297,7 @@ export class RedisLoopCommands implements LoopCommands {
     }
     if (countAt >= 0) call[countAt] = count;
     call[runsAt] = runs;
-    const reply = this.link.send(call).catch((err: unknown) => {
-      if (!isNoScriptError(err)) throw err;
-      return this.link.send(['EVAL', ACK_RECORDS_SCRIPT, ...call.slice(2)]);
-    });
+    const reply = this.link.sendScript(ACK_RECORDS_SCRIPT, ACK_RECORDS_SHA, call);
     const values = (await this.withAlong(stream, group, reply, along)) as unknown[];
     const found: Array<string | null> = new Array<string | null>(values.length - 1);
     for (let i = 1; i < values.length; i++) found[i - 1] = recordValue(values[i]);

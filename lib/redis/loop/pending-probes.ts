@@ -1,7 +1,6 @@
 import { keySlot, type CommandLink } from '../connection';
 import type { PendingProbeRow, PendingProbes } from '../partitions';
 import { PENDING_PROBE_SCRIPT, PENDING_PROBE_SHA } from './pending-probe.script';
-import { isNoScriptError } from '../redis-errors';
 
 /**
  * {@link PendingProbes} on one link: one script call per hash slot (on one node, one call), the
@@ -44,14 +43,8 @@ export class RedisPendingProbes implements PendingProbes {
     return rows;
   }
 
-  /** EVALSHA, and EVAL when the server does not have the script yet. */
   private async run(keys: readonly string[], args: ReadonlyArray<string | number>) {
     const tail = [keys.length, ...keys, ...args];
-    try {
-      return (await this.link.send(['EVALSHA', PENDING_PROBE_SHA, ...tail])) as unknown[];
-    } catch (err) {
-      if (!isNoScriptError(err)) throw err;
-      return (await this.link.send(['EVAL', PENDING_PROBE_SCRIPT, ...tail])) as unknown[];
-    }
+    return (await this.link.sendScript(PENDING_PROBE_SCRIPT, PENDING_PROBE_SHA, tail)) as unknown[];
   }
 }

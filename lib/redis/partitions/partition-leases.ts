@@ -5,7 +5,6 @@ import {
   LEASE_RELEASE_SCRIPT,
   scriptSha,
 } from './partition-leases.script';
-import { isNoScriptError } from '../redis-errors';
 import { leaseKeyOf, memberKeyOf, partitionCountKeyOf } from '../package-keys';
 import type { LeaseRow, LeaseView, PartitionLeases } from './partition-roles';
 
@@ -110,11 +109,6 @@ export class RedisPartitionLeases implements PartitionLeases {
   ): Promise<unknown> {
     let sha = SHAS.get(script);
     if (sha === undefined) SHAS.set(script, (sha = scriptSha(script)));
-    try {
-      return await this.link.send(['EVALSHA', sha, keys.length, ...keys, ...args]);
-    } catch (err) {
-      if (!isNoScriptError(err)) throw err;
-      return this.link.send(['EVAL', script, keys.length, ...keys, ...args]);
-    }
+    return this.link.sendScript(script, sha, [keys.length, ...keys, ...args]);
   }
 }

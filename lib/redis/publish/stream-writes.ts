@@ -3,7 +3,6 @@ import { isCluster, keySlot, type CommandLink } from '../connection';
 import { IDEMPOTENT_ADD_SCRIPT, IDEMPOTENT_ADD_SHA } from './idempotent-add.script';
 import { idempotencyKey } from '../package-keys';
 import type { IdempotentAdd, IdempotentItem, IdempotentWrites } from './idempotent-roles';
-import { isNoScriptError } from '../redis-errors';
 import { weakest, writeThenWait, type WritePipeline } from './replicated-write';
 import type { DurableWrites, ReplicatedWrite, StreamWrites, WriteItem } from '../stream-roles';
 
@@ -57,13 +56,7 @@ export class RedisStreamWrites implements StreamWrites, DurableWrites, Idempoten
   ): Promise<IdempotentAdd[]> {
     if (items.length === 0) return [];
     const args = idempotentArgs(stream, items, windowMs, maxLen, false);
-    let reply: unknown;
-    try {
-      reply = await this.link.send(['EVALSHA', IDEMPOTENT_ADD_SHA, ...args]);
-    } catch (err) {
-      if (!isNoScriptError(err)) throw err;
-      reply = await this.link.send(['EVAL', IDEMPOTENT_ADD_SCRIPT, ...args]);
-    }
+    const reply = await this.link.sendScript(IDEMPOTENT_ADD_SCRIPT, IDEMPOTENT_ADD_SHA, args);
     return idempotentAnswers(reply, items.length);
   }
 
