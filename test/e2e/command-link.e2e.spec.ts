@@ -110,6 +110,30 @@ describe('CommandLink: one deadline rule', () => {
     expect(link.monitor.lastFailure).toBeNull();
   });
 
+  it('a reply that came while the event loop was busy past the deadline is taken, not dropped', async () => {
+    // straight to the server: a proxy in this process could not pass the reply on while busy
+    const direct = createConnection(
+      { connection: server.url, cluster: undefined },
+      'loop',
+      () => undefined,
+    );
+    const own = new CommandLink(direct, DEADLINE_MS);
+    try {
+      await waitFor(() => direct.status === 'ready', { message: 'direct link ready' });
+      const before = await clientId(own);
+      const reply = own.send(['PING']);
+      // a synchronous stretch (a long handler, a GC pause) past the deadline: the PONG lands in
+      // the socket meanwhile, and the deadline's timer runs before the socket is read
+      const busyUntil = Date.now() + DEADLINE_MS * 2;
+      while (Date.now() < busyUntil);
+      expect(await reply).toBe('PONG');
+      expect(own.monitor.lastFailure).toBeNull();
+      expect(await clientId(own)).toBe(before);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('a reply error passes through as the server said it, and drops nothing', async () => {
     const before = await clientId();
     const { err } = await rejection(link.send(['XADD', 'only-a-key']));

@@ -152,7 +152,12 @@ export class CommandLink {
   }
 }
 
-/** Rejects with {@link RedisDeadlineError} (after `onExpire`) when `promise` takes longer than `ms`. */
+/**
+ * Rejects with {@link RedisDeadlineError} (after `onExpire`) when `promise` takes longer than `ms`.
+ * The verdict waits for the I/O of that turn of the event loop: after a busy stretch (a long
+ * synchronous handler, a GC pause) the timer runs before the socket is read, and a reply already
+ * received must not be taken for one that never came (and the connection dropped for it).
+ */
 export function withDeadline<T>(
   promise: Promise<T>,
   ms: number,
@@ -160,16 +165,24 @@ export function withDeadline<T>(
   onExpire?: () => void,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      onExpire?.();
-      reject(new RedisDeadlineError(command, ms));
-    }, ms);
+    let settled = false;
+    const timer = setTimeout(
+      () =>
+        setImmediate(() => {
+          if (settled) return;
+          onExpire?.();
+          reject(new RedisDeadlineError(command, ms));
+        }),
+      ms,
+    );
     promise.then(
       (value) => {
+        settled = true;
         clearTimeout(timer);
         resolve(value);
       },
       (err: unknown) => {
+        settled = true;
         clearTimeout(timer);
         reject(err);
       },
