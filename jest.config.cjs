@@ -18,6 +18,7 @@ const SERIAL_E2E = [
   'cluster-pause-checkpoints',
   'cluster-redirections',
   'cluster-skips',
+  'entry-commits-cluster',
   'cluster',
   'idempotent-publish-cluster',
   'lifecycle-cluster',

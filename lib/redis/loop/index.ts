@@ -1,6 +1,6 @@
 /**
  * What a consumer loop sends: reads, acks and what rides with them (checkpoints, skip records),
- * pauses, parked reads, pending probes and the rate budget.
+ * pauses, parked reads, pending probes, the rate budget, and the commits of exactly-once entries.
  */
 export * from './entry-checkpoints';
 export * from './group-pauses';
@@ -10,3 +10,5 @@ export * from './pending-probe.script';
 export * from './pending-probes';
 export * from './rate-budget.script';
 export * from './skip-records.script';
+export * from './entry-commit.script';
+export * from './entry-commits';

@@ -1,0 +1,114 @@
+import type { CommandLink } from '../connection';
+import { ENTRY_COMMIT_SCRIPT, ENTRY_COMMIT_SHA } from './entry-commit.script';
+
+/** The largest increment and counter an exactly-once INCRBY takes: exact in Lua's numbers. */
+export const COMMIT_COUNTER_LIMIT = 1e15;
+
+/** One write of an exactly-once entry, committed with its XACK or not at all. */
+export type CommitWrite =
+  /** XADD `key` * with `fields` (field, value, ...: at least one pair). */
+  | { readonly op: 'xadd'; readonly key: string; readonly fields: readonly string[] }
+  /** SET `key` `value`, with PX `pxMs` when given (a positive integer). */
+  | { readonly op: 'set'; readonly key: string; readonly value: string; readonly pxMs?: number }
+  /** INCRBY `key` `by` (an integer of at most {@link COMMIT_COUNTER_LIMIT}). */
+  | { readonly op: 'incrBy'; readonly key: string; readonly by: number }
+  /** HSET `key` `field` `value`. */
+  | { readonly op: 'hset'; readonly key: string; readonly field: string; readonly value: string }
+  /** DEL `key`. */
+  | { readonly op: 'del'; readonly key: string };
+
+/** An entry to commit: its writes, and the delivery its handler saw. */
+export interface EntryCommit {
+  readonly entryId: string;
+  /** The delivery count the handler saw: a reclaim or a read since moves it and fences the commit. */
+  readonly deliveries: number;
+  readonly writes: readonly CommitWrite[];
+}
+
+/** What became of one entry's commit. */
+export type CommitVerdict =
+  /** Its writes are done and it is acked. */
+  | { readonly entryId: string; readonly outcome: 'committed' }
+  /**
+   * Nothing written, not acked: `fenced`, it is no longer this consumer's delivery (`why`: not
+   * pending, owned by another consumer, delivered again); `invalid`, a write could not run (`why`
+   * names it), so none ran.
+   */
+  | { readonly entryId: string; readonly outcome: 'fenced' | 'invalid'; readonly why: string };
+
+/**
+ * Exactly-once commits (docs/ARCHITECTURE.md "Exactly-once commits"): the writes of entries and
+ * their XACKs in one script call ({@link ENTRY_COMMIT_SCRIPT}), each entry fenced by its owner
+ * and delivery count and written all or nothing. Every key must be in the source stream's hash
+ * slot on a Cluster (the script declares them; Redis refuses a call across slots).
+ */
+export class RedisEntryCommits {
+  constructor(private readonly link: CommandLink) {}
+
+  /**
+   * Commits `entries` of `stream` for `consumer` of `group`, in the order given (each sees the
+   * writes of those before it), in one round trip.
+   * @throws TypeError for a malformed write (nothing is sent).
+   */
+  async commit(
+    stream: string,
+    group: string,
+    consumer: string,
+    entries: readonly EntryCommit[],
+  ): Promise<CommitVerdict[]> {
+    if (entries.length === 0) return [];
+    const keys = new Map<string, number>([[stream, 1]]);
+    const indexOf = (key: string): number => {
+      let index = keys.get(key);
+      if (index === undefined) keys.set(key, (index = keys.size + 1));
+      return index;
+    };
+    const argv: Array<string | number> = [group, consumer, entries.length];
+    for (const { entryId, deliveries, writes } of entries) {
+      argv.push(entryId, deliveries, writes.length);
+      for (const write of writes) argv.push(...operationOf(write, indexOf(write.key)));
+    }
+    const reply = await this.link.sendScript(ENTRY_COMMIT_SCRIPT, ENTRY_COMMIT_SHA, [
+      keys.size,
+      ...keys.keys(),
+      ...argv,
+    ]);
+    return (reply as string[]).map((verdict, i) => verdictOf(entries[i].entryId, verdict));
+  }
+}
+
+/** The script's arguments of one write: name, key index, how many arguments, the arguments. */
+function operationOf(write: CommitWrite, key: number): Array<string | number> {
+  switch (write.op) {
+    case 'xadd':
+      if (write.fields.length === 0 || write.fields.length % 2 !== 0)
+        throw new TypeError(
+          `XADD to ${write.key}: fields come in field, value pairs, at least one (got ${write.fields.length} strings)`,
+        );
+      return ['xadd', key, write.fields.length, ...write.fields];
+    case 'set':
+      if (write.pxMs !== undefined && !(Number.isSafeInteger(write.pxMs) && write.pxMs > 0))
+        throw new TypeError(
+          `SET ${write.key}: pxMs must be a positive integer (got ${write.pxMs})`,
+        );
+      return ['set', key, 2, write.value, write.pxMs ?? 0];
+    case 'incrBy':
+      if (!Number.isSafeInteger(write.by) || Math.abs(write.by) > COMMIT_COUNTER_LIMIT)
+        throw new TypeError(
+          `INCRBY ${write.key}: the increment must be an integer of at most 15 digits (got ${write.by})`,
+        );
+      return ['incrby', key, 1, write.by];
+    case 'hset':
+      return ['hset', key, 2, write.field, write.value];
+    case 'del':
+      return ['del', key, 0];
+  }
+}
+
+/** One entry's verdict from the script's reply (`ok`, `fenced:<why>`, `invalid:<why>`). */
+function verdictOf(entryId: string, reply: string): CommitVerdict {
+  if (reply === 'ok') return { entryId, outcome: 'committed' };
+  const at = reply.indexOf(':');
+  const outcome = reply.slice(0, at) === 'fenced' ? 'fenced' : 'invalid';
+  return { entryId, outcome, why: reply.slice(at + 1) };
+}
