@@ -45,7 +45,10 @@ describe('StreamConsumer recovers from Redis-side faults', () => {
     });
     await redis.xadd(stream, '*', 'id', 'c', 'data', '3');
     await waitFor(() => seen.includes('c'), { timeoutMs: 5000, message: 'c handled after DEL' });
-    expect(await pendingCount(redis, stream, 'g')).toBe(0);
+    // acked with the next read, a moment after its handler returned
+    await waitFor(async () => (await pendingCount(redis, stream, 'g')) === 0, {
+      message: 'c acked after DEL',
+    });
     expect(logger.has(/group or stream is gone/)).toBe(true);
     await consumer.stop(1000);
     control.disconnect();
@@ -103,7 +106,10 @@ describe('StreamConsumer recovers from Redis-side faults', () => {
     });
     await redis.xadd(stream, '*', 'id', 'after', 'data', '{}');
     await waitFor(() => seen.includes('after'), { timeoutMs: 5000 });
-    expect(await pendingCount(redis, stream, 'g')).toBe(0);
+    // acked with the next read, a moment after its handler returned
+    await waitFor(async () => (await pendingCount(redis, stream, 'g')) === 0, {
+      message: "'after' acked",
+    });
     await consumer.stop(1000);
     control.disconnect();
   });
