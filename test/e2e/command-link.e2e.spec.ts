@@ -13,6 +13,7 @@ import { createConnection } from '../../lib/redis/connection/redis-connection.fa
 import { isReplyError, RedisDeadlineError } from '../../lib/redis/redis-errors';
 import { RedisStreamsClient } from '../../lib/redis/streams-client';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
+import { openCommandLink } from '../support/command-links';
 import { TcpProxy } from '../support/tcp-proxy';
 import { sleep, waitFor } from '../support/wait-for';
 
@@ -112,14 +113,8 @@ describe('CommandLink: one deadline rule', () => {
 
   it('a reply that came while the event loop was busy past the deadline is taken, not dropped', async () => {
     // straight to the server: a proxy in this process could not pass the reply on while busy
-    const direct = createConnection(
-      { connection: server.url, cluster: undefined },
-      'loop',
-      () => undefined,
-    );
-    const own = new CommandLink(direct, DEADLINE_MS);
+    const own = await openCommandLink({ connection: server.url, cluster: undefined }, DEADLINE_MS);
     try {
-      await waitFor(() => direct.status === 'ready', { message: 'direct link ready' });
       const before = await clientId(own);
       const reply = own.send(['PING']);
       // a synchronous stretch (a long handler, a GC pause) past the deadline: the PONG lands in

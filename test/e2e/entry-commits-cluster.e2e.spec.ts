@@ -7,12 +7,11 @@
  */
 import type { Cluster } from 'ioredis';
 import { keySlot } from '../../lib/redis/connection/cluster-routing';
-import { CommandLink } from '../../lib/redis/connection/command-link';
-import { createConnection } from '../../lib/redis/connection/redis-connection.factory';
+import type { CommandLink } from '../../lib/redis/connection/command-link';
 import { RedisEntryCommits } from '../../lib/redis/loop';
+import { openCommandLink } from '../support/command-links';
 import { RedisCluster } from '../support/redis-cluster';
 import { stopAllRedisServers } from '../support/redis-server';
-import { waitFor } from '../support/wait-for';
 
 const GROUP = 'g';
 let cluster: RedisCluster;
@@ -23,13 +22,7 @@ let commits: RedisEntryCommits;
 beforeAll(async () => {
   cluster = await RedisCluster.start();
   admin = cluster.client();
-  const connection = createConnection(
-    { connection: {}, cluster: { nodes: cluster.nodes } },
-    'loop',
-    () => undefined,
-  );
-  link = new CommandLink(connection);
-  await waitFor(() => connection.status === 'ready', { message: 'link ready' });
+  link = await openCommandLink({ connection: {}, cluster: { nodes: cluster.nodes } });
   commits = new RedisEntryCommits(link);
 });
 afterAll(async () => {

@@ -7,11 +7,10 @@
  * order, each on its own verdict.
  */
 import type { Redis } from 'ioredis';
-import { CommandLink } from '../../lib/redis/connection/command-link';
-import { createConnection } from '../../lib/redis/connection/redis-connection.factory';
+import type { CommandLink } from '../../lib/redis/connection/command-link';
 import { RedisEntryCommits, type CommitWrite } from '../../lib/redis/loop';
+import { openCommandLink } from '../support/command-links';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
-import { waitFor } from '../support/wait-for';
 
 const STREAM = '{src}:orders';
 const GROUP = 'billing';
@@ -24,13 +23,7 @@ let commits: RedisEntryCommits;
 beforeAll(async () => {
   server = await RedisServer.start();
   admin = server.client();
-  const connection = createConnection(
-    { connection: server.url, cluster: undefined },
-    'loop',
-    () => undefined,
-  );
-  link = new CommandLink(connection);
-  await waitFor(() => connection.status === 'ready', { message: 'link ready' });
+  link = await openCommandLink({ connection: server.url, cluster: undefined });
   commits = new RedisEntryCommits(link);
 });
 afterAll(async () => {
