@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
 
+/** The largest increment and counter an exactly-once INCRBY takes: exact in Lua's numbers. */
+export const COMMIT_COUNTER_LIMIT = 1e15;
+
 /**
  * The commit of exactly-once entries (docs/ARCHITECTURE.md "Exactly-once commits"): each entry's
  * writes and its XACK in one atomic script call, fenced, so that a handler's Redis writes happen
@@ -26,11 +29,11 @@ import { createHash } from 'node:crypto';
  */
 export const ENTRY_COMMIT_SCRIPT = `#!lua
 local stream, group, consumer = KEYS[1], ARGV[1], ARGV[2]
-local LIMIT = 1e15
+local LIMIT = ${COMMIT_COUNTER_LIMIT}
 
 local function integerText(text)
   if text == '0' then return true end
-  return string.match(text, '^%-?[1-9]%d*$') ~= nil and #text <= 16
+  return string.match(text, '^%-?[1-9]%d*$') ~= nil
 end
 
 -- the type and (for strings) value a key has after the writes of this entry so far
@@ -116,25 +119,21 @@ local acked = {}
 local at = 4
 for e = 1, tonumber(ARGV[3]) do
   local id, deliveries, count = ARGV[at], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
-  at = at + 3
+  local ops = at + 3
+  at = skip(ops, count)
   local row = redis.call('XPENDING', stream, group, id, id, 1)[1]
   if not row then
     verdicts[e] = 'fenced:not pending'
-    at = skip(at, count)
   elseif row[2] ~= consumer then
     verdicts[e] = 'fenced:owned by ' .. row[2]
-    at = skip(at, count)
   elseif tonumber(row[4]) ~= deliveries then
     verdicts[e] = 'fenced:delivered ' .. row[4] .. ' times'
-    at = skip(at, count)
   else
-    local why = check(at, count)
+    local why = check(ops, count)
     if why then
       verdicts[e] = 'invalid:' .. why
-      at = skip(at, count)
     else
-      apply(at, count)
-      at = skip(at, count)
+      apply(ops, count)
       acked[#acked + 1] = id
       verdicts[e] = 'ok'
     end

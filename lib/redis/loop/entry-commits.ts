@@ -1,8 +1,5 @@
 import type { CommandLink } from '../connection';
-import { ENTRY_COMMIT_SCRIPT, ENTRY_COMMIT_SHA } from './entry-commit.script';
-
-/** The largest increment and counter an exactly-once INCRBY takes: exact in Lua's numbers. */
-export const COMMIT_COUNTER_LIMIT = 1e15;
+import { COMMIT_COUNTER_LIMIT, ENTRY_COMMIT_SCRIPT, ENTRY_COMMIT_SHA } from './entry-commit.script';
 
 /** One write of an exactly-once entry, committed with its XACK or not at all. */
 export type CommitWrite =
