@@ -186,7 +186,10 @@ describe('Redis restart without persistence (scenario 6)', () => {
     const recoveredMs = Date.now() - upAt;
     await redis.xadd(stream, '*', 'id', 'after', 'data', '{}');
     await waitFor(() => loop.handled.some((h) => h.id === 'after'), { timeoutMs: 5000 });
-    expect(await pendingCount(redis, stream, 'g')).toBe(0);
+    // acked with the next read, a moment after its handler returned
+    await waitFor(async () => (await pendingCount(redis, stream, 'g')) === 0, {
+      message: "'after' acked",
+    });
     expect(loop.consumer.snapshot().state).toBe('running');
 
     // recovered and idle: ~one XREADGROUP per blockMs (a due sweep cuts one short), one sweep per
