@@ -11,12 +11,22 @@ import type { RawEntry } from './connection/reply-shapes';
 export type { RawEntry } from './connection/reply-shapes';
 export type { ConnectionMonitor } from './connection/connection-monitor';
 import type { PartitionLeases, PendingProbes } from './partitions/partition-roles';
+import type { AlongAck, SkipRecords } from './loop/ack-roles';
+import type { EntryCommits } from './loop/commit-roles';
 export type {
   Browsing,
   StreamBrowsing,
   StreamCounters,
   StreamKeysPage,
 } from './operator/browsing-roles';
+export type {
+  AlongAck,
+  AckRecordingReply,
+  SkipQuery,
+  SkipRecord,
+  SkipRecords,
+} from './loop/ack-roles';
+export type { CommitVerdict, CommitWrite, EntryCommit, EntryCommits } from './loop/commit-roles';
 export type {
   LeaseRow,
   LeaseView,
@@ -181,50 +191,6 @@ export interface LoopCommands {
   readRecords?: SkipRecords['readRecords'];
 }
 
-/** A record written with an entry's XACK (see {@link SkipRecords}). */
-export type SkipRecord =
-  /** Dedup: branded id `id` was acked by the group; kept `ttlMs`. */
-  | { kind: 'acked'; id: string; ttlMs: number }
-  /** Newer-wins: `id` is the newest branded id acked for entity `key`, unless a newer one is. */
-  | { kind: 'newest'; key: string; id: string; ttlMs: number };
-
-/** What a skip filter asks: was this branded id acked, which is the newest id of this entity. */
-export type SkipQuery = { kind: 'acked'; id: string } | { kind: 'newest'; key: string };
-
-/** What {@link SkipRecords.ackRecording} answers. */
-export interface AckRecordingReply {
-  /** How many entries XACK acknowledged. */
-  readonly acked: number;
-  /** The records of its look-up, in the order asked: the branded id held, `null` for none. */
-  readonly found: Array<string | null>;
-}
-
-/**
- * The records behind `dedup` and `newerWins` (docs/delivery.md "Duplicates and stale replays"),
- * kept in the stream's hash slot.
- */
-export interface SkipRecords {
-  /**
-   * XACK of `ids` and `records` in one atomic script call (EVALSHA, EVAL on NOSCRIPT): a record
-   * is written with its entry's ack, never without it. The records `lookUp` asks for are read in
-   * the same call, after the writes (the look-up of the next read riding with this ack).
-   */
-  ackRecording(
-    stream: string,
-    group: string,
-    ids: readonly string[],
-    records: readonly SkipRecord[],
-    along?: readonly AlongAck[],
-    lookUp?: readonly SkipQuery[],
-  ): Promise<AckRecordingReply>;
-  /** The records asked for, in one MGET: the branded id held, `null` for none. */
-  readRecords(
-    stream: string,
-    group: string,
-    queries: readonly SkipQuery[],
-  ): Promise<Array<string | null>>;
-}
-
 /**
  * How late past its BLOCK a parked read's reply may come before the link is taken for half-open
  * and replaced: `max(1000, blockMs)` (docs/delivery.md "The loop", step 6). A slow server or a
@@ -343,14 +309,6 @@ export interface EntryCheckpoints {
   read(stream: string, group: string, entryIds: readonly string[]): Promise<(string | null)[]>;
 }
 
-/**
- * A write about acked entries sent in the round trip of their XACK (right behind it on the same
- * connection): records that live as long as their entry is pending.
- */
-export type AlongAck =
-  /** HDEL of the entries' checkpoints. */
-  { readonly kind: 'dropCheckpoints'; readonly entryIds: readonly string[] };
-
 /** A group on a stream, whose pause flag is read. */
 export interface PauseTarget {
   readonly stream: string;
@@ -392,4 +350,6 @@ export interface StreamsClient
   readonly partitions?: PartitionLeases;
   /** Many PELs in one script call (partition loops); without it each loop sweeps on its own. */
   readonly pendingProbes?: PendingProbes;
+  /** Exactly-once commits (`exactlyOnce`); a client without them cannot run such a handler. */
+  readonly commits?: EntryCommits;
 }

@@ -22,6 +22,7 @@ import {
   RedisGroupPauses,
   ParkedReads,
   RedisPendingProbes,
+  RedisEntryCommits,
 } from './loop';
 import { RedisPartitionLeases } from './partitions';
 import type {
@@ -113,6 +114,8 @@ export class RedisStreamsClient
   readonly partitions: RedisPartitionLeases;
   /** The PELs of many partition streams in one script call per slot, on this link. */
   readonly pendingProbes: RedisPendingProbes;
+  /** Exactly-once commits (docs/ARCHITECTURE.md "Exactly-once commits"), on this link. */
+  readonly commits: RedisEntryCommits;
   private readonly reconnectListeners = new Set<() => void>();
   private listeningForReady = false;
   /** On a Cluster, once a loop listens: tells when the slot map changed. */
@@ -140,6 +143,7 @@ export class RedisStreamsClient
     this.checkpoints = new RedisEntryCheckpoints(this.commandLink);
     this.partitions = new RedisPartitionLeases(this.commandLink);
     this.pendingProbes = new RedisPendingProbes(this.commandLink, isCluster(redis));
+    this.commits = new RedisEntryCommits(this.commandLink);
   }
 
   /**

@@ -1,37 +1,6 @@
 import type { CommandLink } from '../connection';
+import type { CommitVerdict, CommitWrite, EntryCommit, EntryCommits } from './commit-roles';
 import { COMMIT_COUNTER_LIMIT, ENTRY_COMMIT_SCRIPT, ENTRY_COMMIT_SHA } from './entry-commit.script';
-
-/** One write of an exactly-once entry, committed with its XACK or not at all. */
-export type CommitWrite =
-  /** XADD `key` * with `fields` (field, value, ...: at least one pair). */
-  | { readonly op: 'xadd'; readonly key: string; readonly fields: readonly string[] }
-  /** SET `key` `value`, with PX `pxMs` when given (a positive integer). */
-  | { readonly op: 'set'; readonly key: string; readonly value: string; readonly pxMs?: number }
-  /** INCRBY `key` `by` (an integer of at most {@link COMMIT_COUNTER_LIMIT}). */
-  | { readonly op: 'incrBy'; readonly key: string; readonly by: number }
-  /** HSET `key` `field` `value`. */
-  | { readonly op: 'hset'; readonly key: string; readonly field: string; readonly value: string }
-  /** DEL `key`. */
-  | { readonly op: 'del'; readonly key: string };
-
-/** An entry to commit: its writes, and the delivery its handler saw. */
-export interface EntryCommit {
-  readonly entryId: string;
-  /** The delivery count the handler saw: a reclaim or a read since moves it and fences the commit. */
-  readonly deliveries: number;
-  readonly writes: readonly CommitWrite[];
-}
-
-/** What became of one entry's commit. */
-export type CommitVerdict =
-  /** Its writes are done and it is acked. */
-  | { readonly entryId: string; readonly outcome: 'committed' }
-  /**
-   * Nothing written, not acked: `fenced`, it is no longer this consumer's delivery (`why`: not
-   * pending, owned by another consumer, delivered again); `invalid`, a write could not run (`why`
-   * names it), so none ran.
-   */
-  | { readonly entryId: string; readonly outcome: 'fenced' | 'invalid'; readonly why: string };
 
 /**
  * Exactly-once commits (docs/ARCHITECTURE.md "Exactly-once commits"): the writes of entries and
@@ -39,7 +8,7 @@ export type CommitVerdict =
  * and delivery count and written all or nothing. Every key must be in the source stream's hash
  * slot on a Cluster (the script declares them; Redis refuses a call across slots).
  */
-export class RedisEntryCommits {
+export class RedisEntryCommits implements EntryCommits {
   constructor(private readonly link: CommandLink) {}
 
   /**

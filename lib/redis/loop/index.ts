@@ -12,3 +12,5 @@ export * from './rate-budget.script';
 export * from './skip-records.script';
 export * from './entry-commit.script';
 export * from './entry-commits';
+export type * from './commit-roles';
+export type * from './ack-roles';

@@ -1,0 +1,58 @@
+/**
+ * What rides with a loop's XACK (docs/ARCHITECTURE.md "Handle and settle"): writes about the acked
+ * entries sent in its round trip, and the records behind `dedup` and `newerWins` (docs/delivery.md
+ * "Duplicates and stale replays") written in the same script call. A leaf of types, as
+ * stream-roles.ts.
+ */
+
+/**
+ * A write about acked entries sent in the round trip of their XACK (right behind it on the same
+ * connection): records that live as long as their entry is pending.
+ */
+export type AlongAck =
+  /** HDEL of the entries' checkpoints. */
+  { readonly kind: 'dropCheckpoints'; readonly entryIds: readonly string[] };
+
+/** A record written with an entry's XACK (see {@link SkipRecords}). */
+export type SkipRecord =
+  /** Dedup: branded id `id` was acked by the group; kept `ttlMs`. */
+  | { kind: 'acked'; id: string; ttlMs: number }
+  /** Newer-wins: `id` is the newest branded id acked for entity `key`, unless a newer one is. */
+  | { kind: 'newest'; key: string; id: string; ttlMs: number };
+
+/** What a skip filter asks: was this branded id acked, which is the newest id of this entity. */
+export type SkipQuery = { kind: 'acked'; id: string } | { kind: 'newest'; key: string };
+
+/** What {@link SkipRecords.ackRecording} answers. */
+export interface AckRecordingReply {
+  /** How many entries XACK acknowledged. */
+  readonly acked: number;
+  /** The records of its look-up, in the order asked: the branded id held, `null` for none. */
+  readonly found: Array<string | null>;
+}
+
+/**
+ * The records behind `dedup` and `newerWins` (docs/delivery.md "Duplicates and stale replays"),
+ * kept in the stream's hash slot.
+ */
+export interface SkipRecords {
+  /**
+   * XACK of `ids` and `records` in one atomic script call (EVALSHA, EVAL on NOSCRIPT): a record
+   * is written with its entry's ack, never without it. The records `lookUp` asks for are read in
+   * the same call, after the writes (the look-up of the next read riding with this ack).
+   */
+  ackRecording(
+    stream: string,
+    group: string,
+    ids: readonly string[],
+    records: readonly SkipRecord[],
+    along?: readonly AlongAck[],
+    lookUp?: readonly SkipQuery[],
+  ): Promise<AckRecordingReply>;
+  /** The records asked for, in one MGET: the branded id held, `null` for none. */
+  readRecords(
+    stream: string,
+    group: string,
+    queries: readonly SkipQuery[],
+  ): Promise<Array<string | null>>;
+}
