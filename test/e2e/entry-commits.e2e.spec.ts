@@ -9,6 +9,7 @@
 import type { Redis } from 'ioredis';
 import type { CommandLink } from '../../lib/redis/connection/command-link';
 import { RedisEntryCommits, type CommitWrite } from '../../lib/redis/loop';
+import { ackedIdKey, newestIdKey } from '../../lib/redis/package-keys';
 import { openCommandLink } from '../support/command-links';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
 
@@ -165,6 +166,36 @@ describe('RedisEntryCommits', () => {
     ]);
     expect(await admin.exists('{src}:ledger', '{src}:count', '{src}:h')).toBe(0);
     expect((await pending()).map(([id]) => id)).toEqual([hash, list, text]);
+  });
+
+  it("writes an entry's dedup and newest-id records with it; a newest-id record never goes back", async () => {
+    const [first, second] = await delivered(2);
+    const newer = 'kz00000000000000newer000';
+    const older = 'kz00000000000000older000'.replace('older', 'aaaaa');
+    const verdicts = await commits.commit(STREAM, GROUP, 'c1', [
+      {
+        entryId: first,
+        deliveries: 1,
+        writes: [],
+        records: [
+          { kind: 'acked', id: newer, ttlMs: 60_000 },
+          { kind: 'newest', key: 'a-1', id: newer, ttlMs: 60_000 },
+        ],
+      },
+      // an older id of the same key after it: the compare-and-set keeps the newer
+      {
+        entryId: second,
+        deliveries: 1,
+        writes: [],
+        records: [{ kind: 'newest', key: 'a-1', id: older, ttlMs: 60_000 }],
+      },
+    ]);
+    expect(verdicts.map((v) => v.outcome)).toEqual(['committed', 'committed']);
+    // the keys the skip filter reads (package-keys.ts)
+    expect(await admin.get(ackedIdKey(STREAM, GROUP, newer))).toBe(newer);
+    expect(await admin.pttl(ackedIdKey(STREAM, GROUP, newer))).toBeGreaterThan(50_000);
+    expect(await admin.get(newestIdKey(STREAM, GROUP, 'a-1'))).toBe(newer);
+    expect(await pending()).toEqual([]);
   });
 
   it('commits the entries of one call in order, each on its own verdict', async () => {

@@ -2,6 +2,7 @@
  * What the loop may ask of Redis about exactly-once entries (docs/ARCHITECTURE.md "Exactly-once
  * commits"): a leaf of types, as stream-roles.ts.
  */
+import type { SkipRecord } from './ack-roles';
 /** One write of an exactly-once entry, committed with its XACK or not at all. */
 export type CommitWrite =
   /** XADD `key` * with `fields` (field, value, ...: at least one pair). */
@@ -21,6 +22,11 @@ export interface EntryCommit {
   /** The delivery count the handler saw: a reclaim or a read since moves it and fences the commit. */
   readonly deliveries: number;
   readonly writes: readonly CommitWrite[];
+  /**
+   * Its `dedup` / `newerWins` records, written after its writes and before its XACK (a
+   * newest-id record as a compare-and-set); none when absent.
+   */
+  readonly records?: readonly SkipRecord[];
 }
 
 /** What became of one entry's commit. */

@@ -19,13 +19,16 @@ export const COMMIT_COUNTER_LIMIT = 1e15;
  *   error, retried and dead-lettered as any). The shebang without `allow-oom` makes Redis refuse
  *   the whole call at `maxmemory` before it writes anything.
  * - Entries commit in the order given, each seeing the writes of the ones before it.
+ * - `max` is the `newerWins` record's compare-and-set: `value` (with its PX) written only when the
+ *   key holds nothing or a smaller value (byte order, as branded ids sort), as the skip records'
+ *   script does with an XACK.
  *
  * KEYS[1] the source stream, then every key written (an operation names its key by index).
  * ARGV[1] the group, ARGV[2] the consumer, ARGV[3] how many entries; then per entry its id, the
  * delivery count its handler saw, how many operations, then each operation: its name (`xadd`,
- * `set`, `incrby`, `hset`, `del`), its key's index in KEYS, how many arguments, the arguments
- * (`xadd`: field, value, ...; `set`: value and PX ms, `0` for none; `incrby`: the increment;
- * `hset`: field, value; `del`: none). Returns per entry `ok`, `fenced:<why>` or `invalid:<why>`.
+ * `set`, `max`, `incrby`, `hset`, `del`), its key's index in KEYS, how many arguments, the
+ * arguments (`xadd`: field, value, ...; `set` and `max`: value and PX ms, `0` for none; `incrby`:
+ * the increment; `hset`: field, value; `del`: none). Returns per entry `ok`, `fenced:<why>` or `invalid:<why>`.
  */
 export const ENTRY_COMMIT_SCRIPT = `#!lua
 local stream, group, consumer = KEYS[1], ARGV[1], ARGV[2]
@@ -78,6 +81,13 @@ local function check(at, count)
       overlay[key] = { kind = 'string', value = string.format('%d', value) }
     elseif op == 'set' then
       overlay[key] = { kind = 'string', value = ARGV[first] }
+    elseif op == 'max' then
+      local state = stateOf(overlay, key)
+      if state.kind ~= 'none' and state.kind ~= 'string' then
+        return 'a newest-id record on ' .. key .. ', which holds a ' .. state.kind
+      end
+      -- its value after the write is not needed: no later check reads a record's value
+      overlay[key] = { kind = 'string' }
     elseif op == 'del' then
       overlay[key] = { kind = 'none' }
     else
@@ -88,15 +98,27 @@ local function check(at, count)
   return nil
 end
 
+local function greater(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x > y end
+  end
+  return #a > #b
+end
+
 local function apply(at, count)
   for _ = 1, count do
     local op, key, n = ARGV[at], KEYS[tonumber(ARGV[at + 1])], tonumber(ARGV[at + 2])
     local first = at + 3
     if op == 'xadd' then
       redis.call('XADD', key, '*', unpack(ARGV, first, first + n - 1))
-    elseif op == 'set' then
-      if ARGV[first + 1] == '0' then redis.call('SET', key, ARGV[first])
-      else redis.call('SET', key, ARGV[first], 'PX', ARGV[first + 1]) end
+    elseif op == 'set' or op == 'max' then
+      local current = op == 'max' and redis.call('GET', key)
+      if not current or greater(ARGV[first], current) then
+        if ARGV[first + 1] == '0' then redis.call('SET', key, ARGV[first])
+        else redis.call('SET', key, ARGV[first], 'PX', ARGV[first + 1]) end
+      end
     elseif op == 'incrby' then
       redis.call('INCRBY', key, ARGV[first])
     elseif op == 'hset' then

@@ -1,4 +1,6 @@
 import type { CommandLink } from '../connection';
+import { ackedIdKey, newestIdKey } from '../package-keys';
+import type { SkipRecord } from './ack-roles';
 import type { CommitVerdict, CommitWrite, EntryCommit, EntryCommits } from './commit-roles';
 import { COMMIT_COUNTER_LIMIT, ENTRY_COMMIT_SCRIPT, ENTRY_COMMIT_SHA } from './entry-commit.script';
 
@@ -30,9 +32,14 @@ export class RedisEntryCommits implements EntryCommits {
       return index;
     };
     const argv: Array<string | number> = [group, consumer, entries.length];
-    for (const { entryId, deliveries, writes } of entries) {
-      argv.push(entryId, deliveries, writes.length);
+    for (const { entryId, deliveries, writes, records = [] } of entries) {
+      argv.push(entryId, deliveries, writes.length + records.length);
       for (const write of writes) argv.push(...operationOf(write, indexOf(write.key)));
+      for (const record of records) {
+        const key = recordKeyOf(stream, group, record);
+        argv.push(record.kind === 'acked' ? 'set' : 'max', indexOf(key), 2, record.id);
+        argv.push(record.ttlMs);
+      }
     }
     const reply = await this.link.sendScript(ENTRY_COMMIT_SCRIPT, ENTRY_COMMIT_SHA, [
       keys.size,
@@ -41,6 +48,13 @@ export class RedisEntryCommits implements EntryCommits {
     ]);
     return (reply as string[]).map((verdict, i) => verdictOf(entries[i].entryId, verdict));
   }
+}
+
+/** Where a skip record lives (the skip records' script writes the same keys). */
+function recordKeyOf(stream: string, group: string, record: SkipRecord): string {
+  return record.kind === 'acked'
+    ? ackedIdKey(stream, group, record.id)
+    : newestIdKey(stream, group, record.key);
 }
 
 /** The script's arguments of one write: name, key index, how many arguments, the arguments. */
