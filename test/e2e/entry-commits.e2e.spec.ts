@@ -9,7 +9,7 @@
 import type { Redis } from 'ioredis';
 import type { CommandLink } from '../../lib/redis/connection/command-link';
 import { RedisEntryCommits, type CommitWrite } from '../../lib/redis/loop';
-import { ackedIdKey, newestIdKey } from '../../lib/redis/package-keys';
+import { ackedIdKey, checkpointKeyOf, newestIdKey } from '../../lib/redis/package-keys';
 import { openCommandLink } from '../support/command-links';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
 
@@ -196,6 +196,20 @@ describe('RedisEntryCommits', () => {
     expect(await admin.pttl(ackedIdKey(STREAM, GROUP, newer))).toBeGreaterThan(50_000);
     expect(await admin.get(newestIdKey(STREAM, GROUP, 'a-1'))).toBe(newer);
     expect(await pending()).toEqual([]);
+  });
+
+  it("drops the committed entries' checkpoints right behind the commit, as an XACK does", async () => {
+    const [id] = await delivered(1);
+    await admin.hset(checkpointKeyOf(STREAM, GROUP), id, '{"step":2}');
+    const verdicts = await commits.commit(
+      STREAM,
+      GROUP,
+      'c1',
+      [{ entryId: id, deliveries: 1, writes: [] }],
+      [{ kind: 'dropCheckpoints', entryIds: [id] }],
+    );
+    expect(verdicts).toEqual([{ entryId: id, outcome: 'committed' }]);
+    expect(await admin.hget(checkpointKeyOf(STREAM, GROUP), id)).toBeNull();
   });
 
   it('commits the entries of one call in order, each on its own verdict', async () => {

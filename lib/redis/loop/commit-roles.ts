@@ -2,7 +2,7 @@
  * What the loop may ask of Redis about exactly-once entries (docs/ARCHITECTURE.md "Exactly-once
  * commits"): a leaf of types, as stream-roles.ts.
  */
-import type { SkipRecord } from './ack-roles';
+import type { AlongAck, SkipRecord } from './ack-roles';
 /** One write of an exactly-once entry, committed with its XACK or not at all. */
 export type CommitWrite =
   /** XADD `key` * with `fields` (field, value, ...: at least one pair). */
@@ -45,6 +45,8 @@ export interface EntryCommits {
   /**
    * Commits `entries` of `stream` for `consumer` of `group`, in the order given (each sees the
    * writes of those before it), in one round trip: one verdict per entry, in that order.
+   * `along`: writes about the entries sent right behind it (their checkpoints dropped), as with
+   * an XACK.
    * @throws TypeError for a malformed write (nothing is sent).
    */
   commit(
@@ -52,5 +54,6 @@ export interface EntryCommits {
     group: string,
     consumer: string,
     entries: readonly EntryCommit[],
+    along?: readonly AlongAck[],
   ): Promise<CommitVerdict[]>;
 }

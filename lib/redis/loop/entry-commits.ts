@@ -1,6 +1,7 @@
 import type { CommandLink } from '../connection';
 import { ackedIdKey, newestIdKey } from '../package-keys';
-import type { SkipRecord } from './ack-roles';
+import type { AlongAck, SkipRecord } from './ack-roles';
+import { withAlong } from './along-acks';
 import type { CommitVerdict, CommitWrite, EntryCommit, EntryCommits } from './commit-roles';
 import { COMMIT_COUNTER_LIMIT, ENTRY_COMMIT_SCRIPT, ENTRY_COMMIT_SHA } from './entry-commit.script';
 
@@ -15,7 +16,7 @@ export class RedisEntryCommits implements EntryCommits {
 
   /**
    * Commits `entries` of `stream` for `consumer` of `group`, in the order given (each sees the
-   * writes of those before it), in one round trip.
+   * writes of those before it), in one round trip, `along` right behind it.
    * @throws TypeError for a malformed write (nothing is sent).
    */
   async commit(
@@ -23,6 +24,7 @@ export class RedisEntryCommits implements EntryCommits {
     group: string,
     consumer: string,
     entries: readonly EntryCommit[],
+    along: readonly AlongAck[] = [],
   ): Promise<CommitVerdict[]> {
     if (entries.length === 0) return [];
     const keys = new Map<string, number>([[stream, 1]]);
@@ -41,11 +43,12 @@ export class RedisEntryCommits implements EntryCommits {
         argv.push(record.ttlMs);
       }
     }
-    const reply = await this.link.sendScript(ENTRY_COMMIT_SCRIPT, ENTRY_COMMIT_SHA, [
+    const sent = this.link.sendScript(ENTRY_COMMIT_SCRIPT, ENTRY_COMMIT_SHA, [
       keys.size,
       ...keys.keys(),
       ...argv,
     ]);
+    const reply = await withAlong(this.link, stream, group, sent, along);
     return (reply as string[]).map((verdict, i) => verdictOf(entries[i].entryId, verdict));
   }
 }

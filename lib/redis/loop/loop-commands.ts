@@ -1,12 +1,8 @@
 import { type CommandLink, parseEntry } from '../connection';
 import { RATE_BUDGET_SCRIPT, RATE_BUDGET_SHA } from './rate-budget.script';
-import {
-  checkpointKeyOf,
-  rateBudgetKey,
-  recordKeyHeads,
-  type RecordKeyHeads,
-} from '../package-keys';
+import { rateBudgetKey, recordKeyHeads, type RecordKeyHeads } from '../package-keys';
 import { ACK_RECORDS_SCRIPT, ACK_RECORDS_SHA } from './skip-records.script';
+import { withAlong } from './along-acks';
 import { isBusyGroupError, isOomError } from '../redis-errors';
 import type {
   AckRecordingReply,
@@ -69,25 +65,7 @@ export class RedisLoopCommands implements LoopCommands {
   ): Promise<number> {
     if (ids.length === 0) return 0;
     const acked = this.link.send(['XACK', stream, group, ...ids]);
-    return Number(await this.withAlong(stream, group, acked, along));
-  }
-
-  /** `acked` (an XACK, or the script of one), with `along` sent right behind it; its reply. */
-  private async withAlong(
-    stream: string,
-    group: string,
-    acked: Promise<unknown>,
-    along: readonly AlongAck[],
-  ): Promise<unknown> {
-    if (along.length === 0) return acked;
-    // sent right behind the XACK on the same connection: one round trip for all of them. Best
-    // effort: a refused or failed write (an ACL without HDEL on the checkpoint keys) leaves a
-    // record no delivery reads again (its entry is acked), and must not fail the ack itself
-    const writes = along.map((write) =>
-      this.link.send(alongAckCommand(stream, group, write)).catch(() => undefined),
-    );
-    const [reply] = await Promise.all([acked, ...writes]);
-    return reply;
+    return Number(await withAlong(this.link, stream, group, acked, along));
   }
 
   async autoClaim(
@@ -298,7 +276,7 @@ export class RedisLoopCommands implements LoopCommands {
     if (countAt >= 0) call[countAt] = count;
     call[runsAt] = runs;
     const reply = this.link.sendScript(ACK_RECORDS_SCRIPT, ACK_RECORDS_SHA, call);
-    const values = (await this.withAlong(stream, group, reply, along)) as unknown[];
+    const values = (await withAlong(this.link, stream, group, reply, along)) as unknown[];
     const found: Array<string | null> = new Array<string | null>(values.length - 1);
     for (let i = 1; i < values.length; i++) found[i - 1] = recordValue(values[i]);
     return { acked: Number(values[0]), found };
@@ -342,12 +320,4 @@ function keyOf(heads: RecordKeyHeads, query: SkipQuery): string {
 /** A record's value as read (`null`: the key holds none). */
 function recordValue(value: unknown): string | null {
   return value === null || value === undefined ? null : String(value);
-}
-
-/** The command of a write sent along an XACK. */
-function alongAckCommand(stream: string, group: string, write: AlongAck): string[] {
-  switch (write.kind) {
-    case 'dropCheckpoints':
-      return ['HDEL', checkpointKeyOf(stream, group), ...write.entryIds];
-  }
 }
