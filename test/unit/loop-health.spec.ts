@@ -36,10 +36,20 @@ describe('LoopHealth', () => {
     expect(health.needsGroup).toBe(false);
     expect(fake.callsOf('createGroup').map((c) => c.args)).toEqual([[S, G, '0']]);
     expect(loop.logger.has(/log Created group orders\/g at 0/)).toBe(true);
-    health.drained();
+    health.drained(health.drainAsked);
     expect(health.mustPrepare).toBe(false);
     health.drainNeeded();
     expect(health.needsDrain).toBe(true);
+  });
+
+  it('a drain asked for while one runs is still due after it (an entry it ran left pending again)', () => {
+    const { health } = setUp();
+    const asked = health.drainAsked; // the drain begins
+    health.drainNeeded(); // an entry it ran is left pending again (a commit refused, an XACK lost)
+    health.drained(asked); // the drain ends
+    expect(health.needsDrain).toBe(true);
+    health.drained(health.drainAsked);
+    expect(health.needsDrain).toBe(false);
   });
 
   it('failed beats back off 100, 200, 400 ms, show degraded; the first healthy read ends the streak', async () => {
@@ -65,7 +75,7 @@ describe('LoopHealth', () => {
   it('a lost group is re-created after 100 ms, with a drain, without growing the streak', async () => {
     const { loop, health } = setUp();
     await health.createGroup();
-    health.drained();
+    health.drained(health.drainAsked);
     await backOffDelay(health, new Error('x'));
     expect(await backOffDelay(health, new Error("NOGROUP No such key 'orders'"))).toBe(100);
     expect(health.mustPrepare).toBe(true);

@@ -10,7 +10,13 @@ import { BACKOFF_INITIAL_MS, backoffDelay, sleep, type LoopContext } from '../co
  */
 export class LoopHealth {
   private groupKnown = false;
-  private drain = true;
+  /**
+   * Drains of the own PEL asked for (the first beat drains), and the last one asked for that a
+   * drain covered: a drain asked while one runs (an entry of it left pending again) is still due
+   * after it.
+   */
+  private drainsAsked = 1;
+  private drainsCovered = 0;
   private streak = 0;
   /** Aborted when the connection comes back, so a long backoff does not outlast an outage. */
   private backoffWake: AbortController | null = null;
@@ -25,12 +31,17 @@ export class LoopHealth {
 
   /** True when the own PEL must be read (again) before anything else. */
   get needsDrain(): boolean {
-    return this.drain;
+    return this.drainsCovered < this.drainsAsked;
+  }
+
+  /** The drains asked for so far: what a drain that begins now covers (see {@link drained}). */
+  get drainAsked(): number {
+    return this.drainsAsked;
   }
 
   /** True when a beat must prepare (create the group, drain the own PEL) before it reads. */
   get mustPrepare(): boolean {
-    return !this.groupKnown || this.drain;
+    return !this.groupKnown || this.needsDrain;
   }
 
   /** True while failed beats are being retried (the streak is not over). */
@@ -53,12 +64,12 @@ export class LoopHealth {
 
   /** Entries may sit unsettled in the own PEL: the next beat reads it again. */
   drainNeeded(): void {
-    this.drain = true;
+    this.drainsAsked++;
   }
 
-  /** The own PEL was read to its end. */
-  drained(): void {
-    this.drain = false;
+  /** The own PEL was read to its end, by a drain that began when {@link drainAsked} was `asked`. */
+  drained(asked: number): void {
+    this.drainsCovered = Math.max(this.drainsCovered, asked);
   }
 
   /**
@@ -120,7 +131,7 @@ export class LoopHealth {
       // streak is left as it is, so a failing re-create still backs off as far as before).
       const delay = BACKOFF_INITIAL_MS;
       this.groupKnown = false;
-      this.drain = true;
+      this.drainsAsked++;
       logger.warn(`${where}: group or stream is gone (${text}); re-creating it in ${delay} ms`);
       return delay;
     }

@@ -113,8 +113,9 @@ export class StreamConsumer {
     }
     if (health.needsDrain) {
       await acks.flush();
+      const asked = health.drainAsked;
       await pel.drainOwn();
-      health.drained();
+      health.drained(asked);
       answered = true;
     }
     if (pace.due()) {
