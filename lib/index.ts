@@ -7,7 +7,13 @@ export type { StreamPipe } from './decorators/stream-param.decorator';
 export { ECHO_STREAM_CONTEXT_TYPE } from './handlers/handler-pipeline.factory';
 export { StreamArchive } from './decorators/stream-archive.decorator';
 export { StreamProducer } from './producer/stream-producer.service';
-export { brandedId, brandedIdTime, BrandedIdGenerator, isBrandedId } from './producer/branded-id';
+export {
+  brandedId,
+  brandedIdTime,
+  BrandedIdGenerator,
+  derivedBrandedId,
+  isBrandedId,
+} from './codec/branded-id';
 export { ConsumerStats } from './stats/consumer-stats.service';
 export { EchoStreamHealthIndicator } from './stats/echo-stream-health.indicator';
 export { EchoStreamAdmin } from './admin/echo-stream-admin.service';

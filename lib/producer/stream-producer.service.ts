@@ -18,7 +18,7 @@ import type {
 import type { ReplicatedWrite } from '../redis/stream-roles';
 import { loadOtel } from '../tracing/otel-api';
 import { ProducerTracing } from '../tracing/producer-tracing';
-import { brandedId } from './branded-id';
+import { brandedId } from '../codec/branded-id';
 import { DurablePublishLink } from '../runtime/durable-publish-link';
 import { describeValue as describe } from '../config/describe-value';
 import { publishWithin } from './publish-deadline';

@@ -36,10 +36,18 @@ import { keySlot } from './connection';
  * `scope` is `<stream>` for a tagged stream and empty otherwise, then `parts` joined by `:`.
  */
 export function keyInSlotOf(stream: string, kind: string, ...parts: string[]): string {
-  const tag = hashTagOf(stream);
-  const head =
-    tag !== undefined ? `{${tag}}:${kind}:${stream}` : `{${slotStandIn(stream)}}:${kind}:`;
-  return [head, ...parts].join(':');
+  const scope = hashTagOf(stream) !== undefined ? stream : '';
+  return [`${slotTagOf(stream)}:${kind}:${scope}`, ...parts].join(':');
+}
+
+/**
+ * The hash tag, braces included, that a key must carry to share `stream`'s Cluster slot (the keys
+ * an exactly-once handler writes, for one): the stream's own tag when it has one
+ * (`{orders}:eu` -> `{orders}`), else the whole name (`orders` -> `{orders}`), else, for a name
+ * with a `}` but no tag, a stand-in tag of the same slot (`{echo-slot-<n>}`).
+ */
+export function slotTagOf(stream: string): string {
+  return `{${hashTagOf(stream) ?? slotStandIn(stream)}}`;
 }
 
 /** The content of the key's hash tag, as Redis Cluster reads it; `undefined` without one. */
@@ -78,7 +86,7 @@ function slotStandIn(stream: string): string {
  */
 export function slotKeyNextTo(stream: string, suffix: string): string {
   if (hashTagOf(stream) !== undefined) return `${stream}${suffix}`;
-  return `{${slotStandIn(stream)}}${suffix}`;
+  return `${slotTagOf(stream)}${suffix}`;
 }
 
 /** The pause key of `group` on `stream`, in the stream's hash slot (`{orders}:echo-paused:billing`). */

@@ -8,7 +8,7 @@ import {
   brandedIdTime,
   createBrandedIdGenerator,
   isBrandedId,
-} from '../../lib/producer/branded-id';
+} from '../../lib/codec/branded-id';
 
 /** A clock the test moves by hand. */
 function fakeClock(start: number) {

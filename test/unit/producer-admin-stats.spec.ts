@@ -13,7 +13,7 @@ import type {
   ConsumerSnapshot,
   ConsumerState,
 } from '../../lib/interfaces/consumer-snapshot.interface';
-import { brandedIdTime } from '../../lib/producer/branded-id';
+import { brandedIdTime } from '../../lib/codec/branded-id';
 import { StreamProducer } from '../../lib/producer/stream-producer.service';
 import { ConsumerStats } from '../../lib/stats/consumer-stats.service';
 import { EchoStreamHealthIndicator } from '../../lib/stats/echo-stream-health.indicator';

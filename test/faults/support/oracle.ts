@@ -19,7 +19,7 @@
  */
 import * as fs from 'node:fs';
 import type { Redis } from 'ioredis';
-import { BrandedIdGenerator } from '../../../lib/producer/branded-id';
+import { BrandedIdGenerator } from '../../../lib/codec/branded-id';
 import { waitFor } from '../../support/wait-for';
 
 /** One line of a handled ledger. */

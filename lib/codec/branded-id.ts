@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 
 /** Characters of the mint time: base36 milliseconds since the epoch, zero-padded. */
 const TIME_WIDTH = 10;
@@ -128,6 +128,101 @@ export function brandedIdTime(id: string): Date {
     );
   }
   return new Date(parseInt(id.slice(0, TIME_WIDTH), 36));
+}
+
+/** Characters of a derived id's position: base36, zero-padded. */
+const POSITION_WIDTH = 3;
+/** Outputs one entry can derive ids for: positions 0 to 46655. */
+const POSITION_LIMIT = 36 ** POSITION_WIDTH;
+/** Where a branded id's node part starts. */
+const NODE_START = TIME_WIDTH + SEQUENCE_WIDTH;
+/** Characters of the source's node part a derived id keeps at the head of its own. */
+const KEPT_NODE_HEAD = 2;
+/** Characters of the source's tail (its position, when it is a derived id) kept after them. */
+const KEPT_TAIL = NODE_WIDTH - KEPT_NODE_HEAD - POSITION_WIDTH;
+const ENTRY_ID_PATTERN = /^(\d+)(?:-(\d+))?$/;
+
+/**
+ * The branded id of the `position`-th output (0-based) of the entry whose branded id is `source`,
+ * e.g. the entries an exactly-once handler publishes through `m.tx.publish`.
+ *
+ * Why: downstream `dedup` and `newerWins` compare branded ids, and an idempotent publish is keyed
+ * by one. An output's id must therefore be the same on every replay of its entry (so a replay's
+ * output is seen once), distinct from the entry's other outputs, and ordered like the entries
+ * (so a later entry's outputs are never taken for stale ones).
+ *
+ * - Deterministic: the same `source` and `position` give the same id, in any process.
+ * - A branded id: 24 characters of `[0-9a-z]` ({@link isBrandedId}), whose time
+ *   ({@link brandedIdTime}) is the source's.
+ * - Ordered: outputs of one source sort by position; outputs of a source sort after those of
+ *   every source that sorts before it when the two differ in time or sequence (always so for ids
+ *   of one generator, and for the entries of one stream), or in the first 2 characters of their
+ *   node parts; sources equal in those (ids minted by two processes in the same millisecond with
+ *   the same sequence) are told apart by their last 3 characters, in their order.
+ *
+ * Layout: the source's time and sequence (16 characters), the first 2 characters of its node
+ * part, its last 3 characters, then `position` (3 characters, base36). An id derived from a
+ * derived id keeps the latter's position in those 3 characters, so the outputs of one entry's
+ * outputs (the stage of a pipeline after one that published several outputs per entry) stay
+ * distinct and in order. 24 characters cannot hold a whole lineage: an id derived three times
+ * keeps the last two positions only, so two outputs whose lineages differ in the first position
+ * alone get the same id (a pipeline of three stages after the one that published several).
+ *
+ * A `source` that is not a branded id is taken as a stream entry id (`1700000000000-5`, the
+ * message id of an entry without a branded id): time = its milliseconds, sequence = its sequence
+ * (the entries of one stream keep their order), then 5 characters of a SHA-1 of `source`, then
+ * `position`. Entries with equal ids in two streams derive equal ids.
+ *
+ * @param source the entry's branded id, or its stream entry id when it has none.
+ * @param position the output's place among the entry's outputs: an integer, 0 to 46655.
+ * @throws TypeError when `source` is not a non-empty string, or is neither a branded id nor a
+ *   stream entry id; RangeError when `position` is out of range, or an entry id's milliseconds
+ *   or sequence do not fit a branded id (10 and 6 base36 characters).
+ */
+export function derivedBrandedId(source: string, position: number): string {
+  if (typeof source !== 'string' || source.length === 0) {
+    throw new TypeError(
+      `derivedBrandedId(): source must be a non-empty string, got ${describe(source)}`,
+    );
+  }
+  if (typeof position !== 'number' || !Number.isInteger(position)) {
+    throw new TypeError(
+      `derivedBrandedId(): position must be an integer, got ${typeof position === 'number' ? position : describe(position)}`,
+    );
+  }
+  if (position < 0 || position >= POSITION_LIMIT) {
+    throw new RangeError(
+      `derivedBrandedId(): position must be 0 to ${POSITION_LIMIT - 1}, got ${position}`,
+    );
+  }
+  const head = isBrandedId(source)
+    ? source.slice(0, NODE_START + KEPT_NODE_HEAD) + source.slice(ID_LENGTH - KEPT_TAIL)
+    : entryIdHead(source);
+  return head + position.toString(36).padStart(POSITION_WIDTH, '0');
+}
+
+/** The first 21 characters of an id derived from stream entry id `entryId`: time, sequence, hash. */
+function entryIdHead(entryId: string): string {
+  const match = ENTRY_ID_PATTERN.exec(entryId);
+  if (!match) {
+    throw new TypeError(
+      `derivedBrandedId(): source ${describe(entryId)} is neither a branded id nor a stream entry id (<ms>-<seq>)`,
+    );
+  }
+  const ms = BigInt(match[1]);
+  const sequence = BigInt(match[2] ?? '0');
+  if (ms > BigInt(MAX_TIME) || sequence >= BigInt(SEQUENCE_LIMIT)) {
+    throw new RangeError(
+      `derivedBrandedId(): entry id ${describe(entryId)} does not fit a branded id (milliseconds up to ${MAX_TIME}, sequence below ${SEQUENCE_LIMIT})`,
+    );
+  }
+  const digest = createHash('sha1').update(entryId).digest().readUInt32BE(0);
+  const hashWidth = NODE_WIDTH - POSITION_WIDTH;
+  return (
+    ms.toString(36).padStart(TIME_WIDTH, '0') +
+    sequence.toString(36).padStart(SEQUENCE_WIDTH, '0') +
+    (digest % 36 ** hashWidth).toString(36).padStart(hashWidth, '0')
+  );
 }
 
 /** 40 random bits as 8 base32 characters (`[0-9a-v]`, a subset of the id alphabet). */
