@@ -97,6 +97,7 @@ const ENGINE_CAPABILITIES = [
   'health',
   'limits',
   'retry',
+  'commit',
   'settle',
   'read',
   'order',

@@ -80,6 +80,7 @@ export const HANDLER_DEFAULTS = {
   newerWins: null,
   partitions: null,
   partitionLeaseMs: 10_000,
+  exactlyOnce: false,
 } as const;
 
 const HANDLER_OPTION_NAMES: ReadonlyArray<keyof StreamHandlerOptions> = [
@@ -101,6 +102,7 @@ const HANDLER_OPTION_NAMES: ReadonlyArray<keyof StreamHandlerOptions> = [
   'newerWins',
   'partitions',
   'partitionLeaseMs',
+  'exactlyOnce',
 ];
 
 const MODULE_OPTION_NAMES: ReadonlyArray<keyof EchoStreamModuleOptions> = [
@@ -209,6 +211,9 @@ export function resolveHandlerOptions(
   own: Partial<StreamHandlerOptions>,
 ): ResolvedHandlerOptions {
   const merged = { ...HANDLER_DEFAULTS, ...defaults, ...own };
+  // exactlyOnce commits the entry's dedup record with its writes: on unless `dedup` was set
+  if (merged.exactlyOnce === true && own.dedup === undefined && defaults.dedup === undefined)
+    merged.dedup = true;
   const minIdleMs = merged.minIdleMs;
   const resolved = {
     ...merged,
@@ -273,6 +278,7 @@ export function checkHandlerOptions(where: string, options: Partial<StreamHandle
     );
   }
   checkPartitionOptions(where, o);
+  checkExactlyOnce(where, o);
   if (o.codec !== undefined) {
     try {
       resolveCodec(o.codec);
@@ -336,6 +342,20 @@ function checkPartitionOptions(where: string, o: Partial<StreamHandlerOptions>):
   if (typeof o.partitions === 'number' && o.batch === true) {
     throw new EchoStreamConfigError(
       messages.badOption(where, 'partitions', 'null with batch: true', o.partitions),
+    );
+  }
+}
+
+/** `exactlyOnce` (a boolean), not with `batch` (a batch handler's acks are not per message). */
+function checkExactlyOnce(where: string, o: Partial<StreamHandlerOptions>): void {
+  if (o.exactlyOnce !== undefined && typeof o.exactlyOnce !== 'boolean') {
+    throw new EchoStreamConfigError(
+      messages.badOption(where, 'exactlyOnce', 'a boolean', o.exactlyOnce),
+    );
+  }
+  if (o.exactlyOnce === true && o.batch === true) {
+    throw new EchoStreamConfigError(
+      messages.badOption(where, 'exactlyOnce', 'false with batch: true', o.exactlyOnce),
     );
   }
 }

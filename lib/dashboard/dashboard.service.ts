@@ -208,6 +208,7 @@ export class DashboardService {
             deadLetters: letters?.byGroup.get(name) ?? 0,
             totalDuplicates: loop?.totalDuplicates ?? null,
             totalStale: loop?.totalStale ?? null,
+            totalFenced: loop?.totalFenced ?? null,
             tpsIn,
             tpsOut,
             sparkline:

@@ -30,6 +30,11 @@ export interface ConsumerSnapshot {
   readonly totalDuplicates: number;
   /** Entries acked without a handler call: not newer than the newest of their key (`newerWins`). */
   readonly totalStale: number;
+  /**
+   * `exactlyOnce` entries whose commit was refused, nothing written: the entry had become another
+   * consumer's (a reclaim, a partition's new owner), or was delivered again, while its handler ran.
+   */
+  readonly totalFenced: number;
   /** Failed entries waiting for their retry in this process now. */
   readonly retrying: number;
   /** Retries scheduled since the loop started. */

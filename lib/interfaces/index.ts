@@ -11,3 +11,4 @@ export * from './stream-message.interface';
 export * from './redis-link-status.interface';
 export * from './lifecycle.interface';
 export * from './delivery-control.interface';
+export * from './stream-transaction.interface';

@@ -130,4 +130,14 @@ export interface StreamHandlerOptions {
    * @see docs/partitions.md "Leases"
    */
   partitionLeaseMs: number;
+  /**
+   * Exactly-once Redis effects: the handler writes through `m.tx` (publish, set, incrBy, hset,
+   * del), and when it returns those writes, the entry's records and its XACK commit in one atomic
+   * step, fenced (refused, nothing written, when the entry became another consumer's or was
+   * delivered again meanwhile; counted in `totalFenced`). A throw writes nothing. Turns `dedup`
+   * on unless it is set (its record is committed with the writes). Not with `batch: true`.
+   * @default false
+   * @see docs/exactly-once.md
+   */
+  exactlyOnce: boolean;
 }

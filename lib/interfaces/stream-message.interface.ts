@@ -1,3 +1,5 @@
+import type { StreamTransaction } from './stream-transaction.interface';
+
 /** One stream entry handed to a `@StreamHandler` method. */
 export interface StreamMessage<T = unknown> {
   /** The branded id: the entry's `id` field (the producer's receipt); the entry id when absent. */
@@ -40,6 +42,12 @@ export interface StreamMessage<T = unknown> {
    * See docs/delivery.md "Checkpoints".
    */
   saveCheckpoint(value: unknown): Promise<void>;
+  /**
+   * With `exactlyOnce: true`: the entry's writes (publish, set, incrBy, hset, del), committed
+   * with its acknowledgement when the handler returns, none when it throws. Without it, every
+   * method throws a `TypeError` saying so. See docs/exactly-once.md.
+   */
+  readonly tx: StreamTransaction;
 }
 
 /** What a batch-mode handler returns: the messages (or entry ids) to acknowledge. */

@@ -143,7 +143,7 @@ export class RedisStreamsClient
     this.checkpoints = new RedisEntryCheckpoints(this.commandLink);
     this.partitions = new RedisPartitionLeases(this.commandLink);
     this.pendingProbes = new RedisPendingProbes(this.commandLink, isCluster(redis));
-    this.commits = new RedisEntryCommits(this.commandLink);
+    this.commits = new RedisEntryCommits(this.commandLink, isCluster(redis));
   }
 
   /**

@@ -48,6 +48,14 @@ const FAMILIES: readonly MetricFamily[] = [
     value: (s) => s.totalDeleted,
   },
   {
+    name: 'echo_stream_fenced_total',
+    type: 'counter',
+    help:
+      'exactlyOnce entries whose commit was refused, nothing written: the entry had become ' +
+      "another consumer's, or was delivered again, while its handler ran.",
+    value: (s) => s.totalFenced,
+  },
+  {
     name: 'echo_stream_retrying',
     type: 'gauge',
     help: 'Failed entries waiting for their retry in this process now.',

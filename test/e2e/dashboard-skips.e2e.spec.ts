@@ -106,7 +106,7 @@ async function groups(): Promise<Map<string, GroupView>> {
 
 describe('skips on the dashboard', () => {
   it('the overview API shows totalDuplicates and totalStale of the loop; null for a group the app runs none of', async () => {
-    expect((await groups()).get('postings')).toMatchObject({ totalDuplicates: 0, totalStale: 0 });
+    expect((await groups()).get('postings')).toMatchObject({ totalDuplicates: 0, totalStale: 0, totalFenced: 0 });
 
     const older = brandedId();
     const newer = brandedId();
@@ -128,7 +128,7 @@ describe('skips on the dashboard', () => {
       totalDuplicates: 2,
       totalStale: 1,
     });
-    expect(byGroup.get(HOSTILE_GROUP)).toMatchObject({ totalDuplicates: null, totalStale: null });
+    expect(byGroup.get(HOSTILE_GROUP)).toMatchObject({ totalDuplicates: null, totalStale: null, totalFenced: null });
   });
 });
 
@@ -168,6 +168,9 @@ describeWithChromium('skips on the page in headless Chromium', () => {
     const row = page.locator(`tr[data-group="${STREAM}/postings"] > td`);
     const cells = await row.evaluateAll((tds) => tds.map((td) => td.getAttribute('data-field')));
     expect(cells.indexOf('skipped')).toBe(headers.indexOf('Skipped (dup / stale)'));
+    // exactlyOnce commits refused: none for this handler, in their own column
+    expect(cells.indexOf('fenced')).toBe(headers.indexOf('Fenced'));
+    expect(await cell('postings', 'fenced').textContent()).toBe('0');
     const streamCells = await page
       .locator(`tr.stream-row[data-stream="${STREAM}"] > td`)
       .evaluateAll((tds) => tds.reduce((n, td) => n + Number(td.getAttribute('colspan') ?? 1), 0));
@@ -176,6 +179,7 @@ describeWithChromium('skips on the page in headless Chromium', () => {
     // the group of another app: dashes, and its name as text (the override shown as an escape)
     const hostileRow = page.locator('tr.group-row').filter({ hasText: '<img' });
     expect(await hostileRow.locator('[data-field="skipped"]').textContent()).toBe('— / —');
+    expect(await hostileRow.locator('[data-field="fenced"]').textContent()).toBe('—');
     expect(await hostileRow.locator('[data-field="group"]').textContent()).toBe(
       '<img src=x onerror="globalThis.__pwned=1">\\u202Eg',
     );

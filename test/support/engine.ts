@@ -90,3 +90,38 @@ export function makeConsumer(opts: TestConsumerOptions): {
   });
   return { consumer, logger, control };
 }
+
+/** A consumer {@link StartedConsumers.start} made and started. */
+export interface StartedConsumer {
+  consumer: StreamConsumer;
+  logger: MemoryLogger;
+}
+
+/** The consumers a spec starts on one server, stopped together after each test. */
+export interface StartedConsumers {
+  /** Makes a consumer on the server ({@link makeConsumer}) and starts it. */
+  start(opts: Omit<TestConsumerOptions, 'url'>): StartedConsumer;
+  /** Stops every consumer started since the last call, and closes its control connection. */
+  stopAll(): Promise<void>;
+}
+
+/** {@link StartedConsumers} on the server at `url()` (read at each start: after `beforeAll`). */
+export function startedConsumers(url: () => string): StartedConsumers {
+  const running: Array<{ consumer: StreamConsumer; control: Redis }> = [];
+  return {
+    start: (opts) => {
+      const made = makeConsumer({ url: url(), ...opts });
+      running.push(made);
+      made.consumer.start();
+      return made;
+    },
+    stopAll: async () => {
+      await Promise.all(
+        running.splice(0).map(async (c) => {
+          await c.consumer.stop(2000);
+          c.control.disconnect();
+        }),
+      );
+    },
+  };
+}

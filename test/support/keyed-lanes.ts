@@ -15,6 +15,7 @@ import { StartSlots } from '../../lib/consumer/limits/start-slots';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
 import { FakeStreamsClient } from './fake-streams-client';
 import { G, S, type TestLoop } from './loop-context';
+import { NO_TRANSACTION } from '../../lib/consumer/commit';
 
 /** A message of `key` (its `entryId` is also its branded id). */
 export function keyed(entryId: string, key: string | undefined, attempts = 1) {
@@ -29,6 +30,7 @@ export function keyed(entryId: string, key: string | undefined, attempts = 1) {
     attempts,
     signal: new AbortController().signal,
     saveCheckpoint: async () => undefined,
+    tx: NO_TRANSACTION,
   } as StreamMessage<unknown>;
 }
 

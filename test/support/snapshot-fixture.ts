@@ -16,6 +16,7 @@ export function snapshotFixture(overrides: Partial<ConsumerSnapshot> = {}): Cons
     totalDeleted: 2,
     totalDuplicates: 5,
     totalStale: 6,
+    totalFenced: 9,
     retrying: 4,
     totalRetries: 7,
     tpsIn: 1.5,

@@ -9,6 +9,7 @@ import { Checkpoints } from '../../lib/consumer/handle/checkpoints';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
 import type { AlongAck, EntryCheckpoints } from '../../lib/redis/stream-roles';
 import { testLoop } from '../support/loop-context';
+import { NO_TRANSACTION } from '../../lib/consumer/commit';
 
 class MemoryCheckpoints implements EntryCheckpoints {
   readonly values = new Map<string, string>();
@@ -34,6 +35,7 @@ const decoded = (entryId: string, attempts: number): StreamMessage => ({
   attempts,
   signal: new AbortController().signal,
   saveCheckpoint: (value) => saver.save(entryId, value),
+  tx: NO_TRANSACTION,
 });
 
 describe('Checkpoints', () => {

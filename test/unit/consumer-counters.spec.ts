@@ -23,6 +23,7 @@ describe('ConsumerCounters', () => {
       totalDeleted: 0,
       totalDuplicates: 0,
       totalStale: 0,
+      totalFenced: 0,
       retrying: 0,
       totalRetries: 0,
       tpsIn: 0,
@@ -44,6 +45,8 @@ describe('ConsumerCounters', () => {
     counters.skipped('duplicate', 3);
     counters.skipped('stale', 5);
     counters.skipped('duplicate', 1);
+    counters.fenced(2);
+    counters.fenced(1);
     counters.deadLettered(1);
     counters.handlerFailed('boom');
     counters.handlerFailed('bang');
@@ -59,6 +62,7 @@ describe('ConsumerCounters', () => {
       totalDeleted: 2,
       totalDuplicates: 4,
       totalStale: 5,
+      totalFenced: 3,
       totalDlq: 1,
       totalErrors: 2,
       lastError: 'bang',

@@ -52,3 +52,29 @@ describe('handler options dedup and newerWins', () => {
     expect(() => resolveHandlerOptions('s', 'H.m', {}, options as never)).toThrow(pattern);
   });
 });
+
+describe('handler option exactlyOnce', () => {
+  it('off by default; on, it turns dedup on unless dedup is set', () => {
+    expect(resolveHandlerOptions('s', 'H.m', {}, {})).toMatchObject({ exactlyOnce: false });
+    expect(resolveHandlerOptions('s', 'H.m', {}, { exactlyOnce: true })).toMatchObject({
+      exactlyOnce: true,
+      dedup: true,
+    });
+    expect(
+      resolveHandlerOptions('s', 'H.m', {}, { exactlyOnce: true, dedup: { windowMs: 10 } }),
+    ).toMatchObject({ dedup: { windowMs: 10 } });
+    expect(
+      resolveHandlerOptions('s', 'H.m', { dedup: false }, { exactlyOnce: true }),
+    ).toMatchObject({ dedup: false });
+  });
+
+  it.each([
+    [{}, { exactlyOnce: 'yes' }, /exactlyOnce.*a boolean/],
+    [{}, { exactlyOnce: true, batch: true }, /exactlyOnce.*false with batch: true/],
+    [{ batch: true }, { exactlyOnce: true }, /exactlyOnce.*false with batch: true/],
+  ])('refuses defaults %j with %j', (defaults, own, pattern) => {
+    const resolve = () => resolveHandlerOptions('s', 'H.m', defaults as never, own as never);
+    expect(resolve).toThrow(EchoStreamConfigError);
+    expect(resolve).toThrow(pattern);
+  });
+});

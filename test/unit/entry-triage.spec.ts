@@ -2,8 +2,12 @@
 import { jsonCodec } from '../../lib/codec/codecs';
 import { triage, type TriageRules } from '../../lib/consumer/read/entry-triage';
 import type { RawEntry } from '../../lib/redis/streams-client';
+import type { StreamTransaction } from '../../lib/interfaces/stream-transaction.interface';
 
 const signal = new AbortController().signal;
+// each message gets the transaction the loop makes for it (one object per message here)
+const transactionOf = (id: string, entryId: string, deliveries: number): StreamTransaction =>
+  ({ made: `${id}/${entryId}/${deliveries}` }) as unknown as StreamTransaction;
 const saved: Array<[string, unknown]> = [];
 
 function rules(waiting: string[] = []): TriageRules {
@@ -18,6 +22,7 @@ function rules(waiting: string[] = []): TriageRules {
     saveCheckpoint: async (entryId, value) => {
       saved.push([entryId, value]);
     },
+    transactionOf: (id, entryId, deliveries) => transactionOf(id, entryId, deliveries),
   };
 }
 
@@ -73,8 +78,12 @@ describe('triage', () => {
         attempts: 1,
         signal,
         saveCheckpoint: expect.any(Function),
+        tx: expect.objectContaining({ made: 'b-7-0/7-0/1' }),
       },
-      expect.objectContaining({ entryId: '8-0' }),
+      expect.objectContaining({
+        entryId: '8-0',
+        tx: expect.objectContaining({ made: 'b-8-0/8-0/1' }),
+      }),
     ]);
     expect('checkpoint' in read.fresh[0]).toBe(false);
     // each message's saveCheckpoint saves for its own entry

@@ -6,6 +6,7 @@ import { EntryRejectedError } from '../../lib/errors/entry-rejected.error';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
 import { keyedLanes } from '../support/keyed-lanes';
 import { testLoop, tick } from '../support/loop-context';
+import { NO_TRANSACTION } from '../../lib/consumer/commit';
 
 function messages(n: number): StreamMessage<unknown>[] {
   return Array.from({ length: n }, (_, i) => ({
@@ -18,6 +19,7 @@ function messages(n: number): StreamMessage<unknown>[] {
     attempts: 1,
     signal: new AbortController().signal,
     saveCheckpoint: async () => undefined,
+    tx: NO_TRANSACTION,
   }));
 }
 

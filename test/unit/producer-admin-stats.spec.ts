@@ -90,6 +90,7 @@ function fakeLoop(
     totalDeleted: 0,
     totalDuplicates: 0,
     totalStale: 0,
+    totalFenced: 0,
     retrying: 0,
     totalRetries: 0,
     tpsIn: 0.3,

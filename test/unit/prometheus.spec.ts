@@ -14,6 +14,7 @@ const FAMILIES: Array<[string, 'counter' | 'gauge']> = [
   ['echo_stream_dead_lettered_total', 'counter'],
   ['echo_stream_handler_errors_total', 'counter'],
   ['echo_stream_deleted_total', 'counter'],
+  ['echo_stream_fenced_total', 'counter'],
   ['echo_stream_skipped_total', 'counter'],
   ['echo_stream_retrying', 'gauge'],
   ['echo_stream_retries_total', 'counter'],
@@ -44,6 +45,7 @@ describe('renderPrometheus', () => {
     expect(lines).toContain(`echo_stream_dead_lettered_total{${LABELS}} 1`);
     expect(lines).toContain(`echo_stream_handler_errors_total{${LABELS}} 3`);
     expect(lines).toContain(`echo_stream_deleted_total{${LABELS}} 2`);
+    expect(lines).toContain(`echo_stream_fenced_total{${LABELS}} 9`);
     expect(lines).toContain(`echo_stream_skipped_total{${LABELS},reason="duplicate"} 5`);
     expect(lines).toContain(`echo_stream_skipped_total{${LABELS},reason="stale"} 6`);
     expect(lines).toContain(`echo_stream_retrying{${LABELS}} 4`);

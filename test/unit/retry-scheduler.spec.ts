@@ -6,6 +6,7 @@ import { DEFAULT_RETRY_POLICY } from '../../lib/config/delivery-options';
 import { retryDelay } from '../../lib/consumer/retry/retry-policy';
 import { RetryScheduler, type FailedEntry } from '../../lib/consumer/retry/retry-scheduler';
 import { MemoryLogger } from '../support/engine';
+import { NO_TRANSACTION } from '../../lib/consumer/commit';
 
 function message(entryId: string, attempts: number): StreamMessage<unknown> {
   return {
@@ -18,6 +19,7 @@ function message(entryId: string, attempts: number): StreamMessage<unknown> {
     attempts,
     signal: new AbortController().signal,
     saveCheckpoint: async () => undefined,
+    tx: NO_TRANSACTION,
   };
 }
 

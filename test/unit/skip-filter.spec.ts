@@ -17,6 +17,7 @@ import type {
   SkipRecord,
 } from '../../lib/redis/stream-roles';
 import { G, S, testLoop } from '../support/loop-context';
+import { NO_TRANSACTION } from '../../lib/consumer/commit';
 
 /** Branded-shaped ids, increasing with `n`. */
 const bid = (n: number) => `${String(n).padStart(10, '0')}000000node0001`;
@@ -33,6 +34,7 @@ function message(entryId: string, id: string, account = 'a'): StreamMessage<unkn
     signal: new AbortController().signal,
     checkpoint: undefined,
     saveCheckpoint: () => Promise.resolve(),
+    tx: NO_TRANSACTION,
   };
 }
 

@@ -15,6 +15,7 @@ export class ConsumerCounters implements LoopCounters {
   private totalDeleted = 0;
   private totalDuplicates = 0;
   private totalStale = 0;
+  private totalFenced = 0;
   /** Failed entries waiting for their retry now (kept by the retry scheduler). */
   private retrying = 0;
   /** The same, of held keys (kept by a partition loop's `HeldKeys`). */
@@ -49,6 +50,10 @@ export class ConsumerCounters implements LoopCounters {
   skipped(reason: 'duplicate' | 'stale', count: number): void {
     if (reason === 'duplicate') this.totalDuplicates += count;
     else this.totalStale += count;
+  }
+
+  fenced(count: number): void {
+    this.totalFenced += count;
   }
 
   deadLettered(count: number): void {
@@ -92,6 +97,7 @@ export class ConsumerCounters implements LoopCounters {
       totalDeleted: this.totalDeleted,
       totalDuplicates: this.totalDuplicates,
       totalStale: this.totalStale,
+      totalFenced: this.totalFenced,
       retrying: this.retrying + this.heldRetrying,
       totalRetries: this.totalRetries,
       tpsIn: this.tpsIn.rate(),

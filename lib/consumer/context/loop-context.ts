@@ -18,6 +18,8 @@ export interface LoopCounters {
   deleted(count: number): void;
   /** Entries acked without a handler call: a duplicate (`dedup`) or stale (`newerWins`). */
   skipped(reason: 'duplicate' | 'stale', count: number): void;
+  /** `exactlyOnce` entries whose commit was refused by its fence (another consumer's now). */
+  fenced(count: number): void;
   /** Entries acked at the end of the dead-letter path. */
   deadLettered(count: number): void;
   /** A handler threw (or a batch handler returned no usable acks). */

@@ -17,6 +17,7 @@ import type { Heartbeat, LoopHealth, SweepPace } from '../health';
 import type { StartLimiter } from '../limits';
 import type { RetryScheduler } from '../retry';
 import type { SkipCheck, SkipLookUp } from '../skip';
+import { NO_TRANSACTION, type LoopTransactions } from '../commit';
 
 /** What handing a read to the handler needs besides the context. */
 export interface DeliveryParts {
@@ -40,8 +41,13 @@ export interface DeliveryParts {
   readonly tracing?: EntryTracing;
   /** `dedup` / `newerWins`: the entries acked without a handler call; absent: none. */
   readonly skips?: SkipCheck;
-  /** `dedup` / `newerWins`: the records the handled entries' XACKs write; absent: none. */
+  /**
+   * What is written with the handled entries' XACKs: `dedup` / `newerWins` records, the writes of
+   * `exactlyOnce` entries (`CommitQueue`); absent: none.
+   */
   readonly records?: Pick<AckRecordSource, 'handled'>;
+  /** `exactlyOnce`: each message's `tx`; absent: one that refuses ({@link NO_TRANSACTION}). */
+  readonly transactions?: Pick<LoopTransactions, 'of'>;
 }
 
 /** The batch in a handler now, with the delivery counts of its read. */
@@ -85,6 +91,7 @@ export class Delivery {
   ) {
     const { stream, group, consumer, options, signal } = context;
     const { waitingRetries, checkpoints } = parts;
+    const transactions = parts.transactions;
     this.rules = {
       stream,
       group,
@@ -94,6 +101,9 @@ export class Delivery {
       signal,
       isWaitingRetry: (id) => waitingRetries.has(id),
       saveCheckpoint: (entryId, value) => checkpoints.save(entryId, value),
+      transactionOf: transactions
+        ? (id, entryId, deliveries) => transactions.of(id, entryId, deliveries)
+        : () => NO_TRANSACTION,
       partition: context.partition,
     };
   }

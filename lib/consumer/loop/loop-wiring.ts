@@ -1,5 +1,14 @@
 import type { StreamMessage } from '../../interfaces/stream-message.interface';
-import { AckBuffer, AckRecords, AckWriter, DeadLetterPath, Settlement } from '../settle';
+import {
+  AckBuffer,
+  AckRecords,
+  AckWriter,
+  CommitQueue,
+  DeadLetterPath,
+  Settlement,
+  type AckRecordSource,
+} from '../settle';
+import { LoopTransactions } from '../commit';
 import { AckTurn, KeyAckGate, KeyLaneRunner, HeldKeys } from '../order';
 import {
   OwnConnectionRead,
@@ -77,7 +86,15 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
     partition: config.partition,
   };
 
-  const handler = config.tracing ? config.tracing.wrap(config.handler) : config.handler;
+  // exactlyOnce: each message's `m.tx`, its writes committed in place of its XACK
+  const transactions = options.exactlyOnce
+    ? new LoopTransactions(stream, client.commits?.cluster ?? false)
+    : undefined;
+  const commitQueue = transactions
+    ? new CommitQueue((message) => transactions.writesOf(message))
+    : undefined;
+  const traced = config.tracing ? config.tracing.wrap(config.handler) : config.handler;
+  const handler = transactions ? transactions.wrap(traced) : traced;
   // dedup / newerWins: a filter before the handler, records written with the XACK; none when off
   const skipRules = skipRulesOf(options);
   // partitions: lanes by the entry's key; a failure waits for its retry outside the batch, the
@@ -105,6 +122,15 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
   const limiter = limits.limiterFor(stopSwitch.signal);
   const health = new LoopHealth(context, client);
   const records = skipRules ? new AckRecords(skipRules) : undefined;
+  // what a handled entry leaves for its XACK: its skip records, its exactly-once writes
+  const handled: Pick<AckRecordSource, 'handled'> | undefined = commitQueue
+    ? {
+        handled: (messages, okIds): void => {
+          records?.handled(messages, okIds);
+          commitQueue.handled(messages, okIds);
+        },
+      }
+    : records;
   // partitions and newerWins: lanes by key, a key's next entry started once the XACK of the one
   // before is in (docs/partitions.md "Order"); the slots of `concurrency` shared with held keys
   const keyOf = heldKeys ? (m: StreamMessage<unknown>) => m.key : skipRules?.keyOf;
@@ -114,7 +140,7 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
           add: (ids): void => acks.add(ids),
           flush: (): Promise<void> => acks.flush(),
         },
-        records,
+        records: handled,
         // a partition loop's XACKs leave with those of its handler's other loops
         turn: config.ackTurn ?? new AckTurn(client),
         health,
@@ -155,7 +181,11 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
   if (heldKeys) heartbeat.keep('heldKeys', new HeldEntries(() => heldKeys.ids(), now()));
   const skips =
     skipRules && records ? new SkipFilter(context, client, skipRules, records) : undefined;
-  const acks = new AckBuffer(context, ackWriter, runner, { records, watch: keyAcks });
+  const acks = new AckBuffer(context, ackWriter, runner, {
+    records,
+    watch: keyAcks,
+    commits: commitQueue ? { queue: commitQueue, health } : undefined,
+  });
   const pause = new PauseGate(context, {
     probe:
       config.pauses ??
@@ -187,7 +217,8 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
     health,
     tracing: config.tracing,
     skips,
-    records,
+    records: handled,
+    transactions,
   });
   const pel = new PelSweep(context, { client, delivery, acks, settlement, limiter, keyAcks });
   const retries = new RetryClaims(context, {

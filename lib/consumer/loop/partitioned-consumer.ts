@@ -48,6 +48,7 @@ const SUMMED = [
   'totalDeleted',
   'totalDuplicates',
   'totalStale',
+  'totalFenced',
   'retrying',
   'totalRetries',
   'tpsIn',

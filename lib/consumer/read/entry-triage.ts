@@ -2,6 +2,7 @@ import { decodeEntry, errorText } from '../../codec/codecs';
 import { partitionKeyOf } from '../../codec/partition-key';
 import type { StreamCodec } from '../../interfaces/codec.interface';
 import type { StreamMessage } from '../../interfaces/stream-message.interface';
+import type { StreamTransaction } from '../../interfaces/stream-transaction.interface';
 import type { RawEntry } from '../../redis/stream-roles';
 import type { DeadLetterCandidate, OwnedPartition } from '../context';
 
@@ -18,6 +19,8 @@ export interface TriageRules {
   isWaitingRetry(entryId: string): boolean;
   /** What a message's `saveCheckpoint(value)` calls (`Checkpoints.save`). */
   saveCheckpoint(entryId: string, value: unknown): Promise<void>;
+  /** A message's `tx`: its own with `exactlyOnce`, else one that refuses (`LoopTransactions`). */
+  transactionOf(id: string, entryId: string, deliveries: number): StreamTransaction;
   /** A partition of a partitioned stream: its index and this loop's lease generation. */
   readonly partition?: OwnedPartition;
 }
@@ -53,6 +56,7 @@ export function triage(
 ): TriagedRead {
   const { codec, maxDeliveries, stream, group, consumer, signal, saveCheckpoint, partition } =
     rules;
+  const { transactionOf } = rules;
   const read: TriagedRead = {
     waitingRetries: [],
     deleted: [],
@@ -91,6 +95,7 @@ export function triage(
     // per-entry allocation besides the payload and the closure that binds saveCheckpoint
     const id = decoded.id ?? entryId;
     const save = (value: unknown): Promise<void> => saveCheckpoint(entryId, value);
+    const tx = transactionOf(id, entryId, attempts);
     read.fresh.push(
       partition === undefined
         ? {
@@ -103,6 +108,7 @@ export function triage(
             attempts,
             signal,
             saveCheckpoint: save,
+            tx,
           }
         : {
             id,
@@ -114,6 +120,7 @@ export function triage(
             attempts,
             signal,
             saveCheckpoint: save,
+            tx,
             partition: partition.index,
             key: partitionKeyOf(fields),
             leaseGeneration: partition.generation,

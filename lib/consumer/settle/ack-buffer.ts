@@ -1,6 +1,12 @@
+import type { CommitVerdict, EntryCommit } from '../../redis/stream-roles';
 import type { HandlerErrors, LoopContext } from '../context';
+import type { LoopHealth } from '../health';
 import { NO_RECORDS, type AckRecordSource } from './ack-records';
 import type { AckWriter } from './ack-writer';
+import type { CommitQueue } from './commit-queue';
+
+/** How many entry ids a log line names before it says how many more. */
+const IDS_SHOWN = 5;
 
 /** Told how every XACK of the buffer ended (the order of keyed lanes waits on it). */
 export interface AckWatch {
@@ -16,9 +22,17 @@ export interface AckWrites {
    * `dedup` / `newerWins` records, written in the same script call as the XACK; the look-up of
    * the next read rides with it.
    */
-  records?: Pick<AckRecordSource, 'recordsOf' | 'forget' | 'riding'>;
+  records?: Pick<AckRecordSource, 'recordsOf' | 'forget' | 'discard' | 'riding'>;
   /** Keyed lanes: told when an XACK's reply is in, or that it failed; absent: nobody waits. */
   watch?: AckWatch;
+  /**
+   * `exactlyOnce`: the writes of handled entries, committed in place of their XACK, and the
+   * loop's health (a commit refused as invalid leaves its entry pending for the own PEL drain).
+   */
+  commits?: {
+    readonly queue: Pick<CommitQueue, 'split' | 'settled'>;
+    readonly health: Pick<LoopHealth, 'drainNeeded'>;
+  };
 }
 
 /**
@@ -32,17 +46,19 @@ export class AckBuffer {
   private waiting: string[] = [];
 
   constructor(
-    private readonly context: Pick<LoopContext, 'counters'>,
-    private readonly writer: Pick<AckWriter, 'handled' | 'records'>,
+    private readonly context: Pick<LoopContext, 'counters' | 'where' | 'logger'>,
+    private readonly writer: Pick<AckWriter, 'handled' | 'records' | 'committed'>,
     private readonly errors: Pick<HandlerErrors, 'forget'>,
     writes: AckWrites = {},
   ) {
     this.records = writes.records ?? NO_RECORDS;
     this.watch = writes.watch;
+    this.commits = writes.commits;
   }
 
-  private readonly records: Pick<AckRecordSource, 'recordsOf' | 'forget' | 'riding'>;
+  private readonly records: Pick<AckRecordSource, 'recordsOf' | 'forget' | 'discard' | 'riding'>;
   private readonly watch: AckWatch | undefined;
+  private readonly commits: AckWrites['commits'];
 
   /** Handled entries: acked with the next send. */
   add(entryIds: readonly string[]): void {
@@ -79,6 +95,15 @@ export class AckBuffer {
    * handler errors forgotten.
    */
   async send(entryIds: string[]): Promise<void> {
+    const split = this.commits?.queue.split(entryIds);
+    if (!split) return this.sendAcks(entryIds);
+    // the commit goes first on the connection: a look-up riding with the XACK of the rest reads
+    // after its writes
+    const committed = this.sendCommits(split.commits);
+    await Promise.all([committed, split.rest.length > 0 ? this.sendAcks(split.rest) : undefined]);
+  }
+
+  private async sendAcks(entryIds: string[]): Promise<void> {
     const records = this.records.recordsOf(entryIds);
     const lookUp = this.writer.records ? this.records.riding?.(entryIds) : undefined;
     try {
@@ -94,4 +119,65 @@ export class AckBuffer {
     this.errors.forget(entryIds);
     this.watch?.acked(entryIds);
   }
+
+  /**
+   * Commits `exactlyOnce` entries (docs/ARCHITECTURE.md "Exactly-once commits"): each one's
+   * writes, records and XACK in one step, fenced. A committed entry counts as acked; a fenced one
+   * (another consumer's now, which commits it) is settled here with nothing written; one refused
+   * as invalid (a write that could not run) stays pending, and the own PEL drain runs it again
+   * (its delivery count grows to the dead-letter threshold while the write keeps failing).
+   */
+  private async sendCommits(commits: readonly EntryCommit[]): Promise<void> {
+    const ids = commits.map((c) => c.entryId);
+    let verdicts: CommitVerdict[];
+    try {
+      verdicts = await this.writer.committed(
+        commits.map((c) => ({ ...c, records: this.records.recordsOf([c.entryId]) })),
+      );
+    } catch (err) {
+      this.watch?.failed(ids, err);
+      throw err;
+    }
+    this.commits?.queue.settled(ids);
+    const done: string[] = [];
+    const fenced: CommitVerdict[] = [];
+    const invalid: CommitVerdict[] = [];
+    for (const verdict of verdicts)
+      if (verdict.outcome === 'committed') done.push(verdict.entryId);
+      else (verdict.outcome === 'fenced' ? fenced : invalid).push(verdict);
+    this.records.forget(done);
+    this.context.counters.acked(done.length);
+    const gone = done.concat(fenced.map((v) => v.entryId));
+    if (fenced.length > 0) {
+      this.records.discard(fenced.map((v) => v.entryId));
+      this.context.counters.fenced(fenced.length);
+      this.context.logger.warn(
+        `${this.context.where}: the commit of ${describe(fenced)} was refused, nothing of it ` +
+          `written: the entry is another consumer's now, which commits it`,
+      );
+    }
+    this.errors.forget(gone);
+    // keyed lanes: a fenced entry's key goes on here (its entry is settled for this consumer)
+    this.watch?.acked(gone);
+    if (invalid.length === 0) return;
+    const refused = invalid.map((v) => v.entryId);
+    this.records.discard(refused);
+    this.context.logger.error(
+      `${this.context.where}: the commit of ${describe(invalid)} was refused, nothing of it ` +
+        `written; the entry stays pending and runs again from the own pending entries`,
+    );
+    this.commits?.health.drainNeeded();
+    // keyed lanes: the key's next entry waits until the drain ran this one again
+    this.watch?.failed(refused, new Error('commit refused'));
+  }
+}
+
+/** `entry <id> (<why>)`, of the first few verdicts, and how many more. */
+function describe(verdicts: readonly CommitVerdict[]): string {
+  const shown = verdicts
+    .slice(0, IDS_SHOWN)
+    .map((v) => `entry ${v.entryId}${v.outcome === 'committed' ? '' : ` (${v.why})`}`)
+    .join(', ');
+  const more = verdicts.length - IDS_SHOWN;
+  return more > 0 ? `${shown} and ${more} more` : shown;
 }

@@ -18,6 +18,11 @@ export interface AckRecordSource {
   /** Their XACK went through: the records were written with it. */
   forget(entryIds: readonly string[]): void;
   /**
+   * They will not be acked here, their records unwritten (an `exactlyOnce` commit refused): not
+   * kept, so no look-up takes them for acked.
+   */
+  discard(entryIds: readonly string[]): void;
+  /**
    * The look-up waiting to ride with the XACK of `carried` going out now, taken (`undefined`:
    * none).
    */
@@ -29,6 +34,7 @@ export const NO_RECORDS: AckRecordSource = {
   handled: () => undefined,
   recordsOf: () => [],
   forget: () => undefined,
+  discard: () => undefined,
 };
 
 /** The records of one handled entry, and when its XACK's reply came. */
@@ -123,6 +129,10 @@ export class AckRecords implements AckRecordSource, OwnRecords {
       this.confirmed.push(own);
     }
     this.prune();
+  }
+
+  discard(entryIds: readonly string[]): void {
+    for (const entryId of entryIds) this.waiting.delete(entryId);
   }
 
   riding(carried: readonly string[]): RidingLookUp | undefined {

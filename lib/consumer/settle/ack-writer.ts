@@ -1,4 +1,11 @@
-import type { AlongAck, SkipQuery, SkipRecord, StreamsClient } from '../../redis/stream-roles';
+import type {
+  AlongAck,
+  CommitVerdict,
+  EntryCommit,
+  SkipQuery,
+  SkipRecord,
+  StreamsClient,
+} from '../../redis/stream-roles';
 import type { LoopContext } from '../context';
 
 /** Something with writes to send in the round trip of some entries' XACK (checkpoints dropped). */
@@ -22,8 +29,8 @@ export interface AlongAckSource {
  */
 export class AckWriter {
   constructor(
-    private readonly context: Pick<LoopContext, 'stream' | 'group'>,
-    private readonly client: Pick<StreamsClient, 'ack' | 'ackRecording'>,
+    private readonly context: Pick<LoopContext, 'stream' | 'group' | 'consumer'>,
+    private readonly client: Pick<StreamsClient, 'ack' | 'ackRecording' | 'commits'>,
     private readonly along: readonly AlongAckSource[] = [],
   ) {}
 
@@ -50,6 +57,21 @@ export class AckWriter {
     }
     await this.client.ack(stream, group, ids, along);
     return [];
+  }
+
+  /**
+   * The commits of `exactlyOnce` entries a handler completed (each one's writes, records and
+   * XACK, fenced: docs/ARCHITECTURE.md "Exactly-once commits"), with their along writes; one
+   * verdict per entry.
+   * @throws Error when the client cannot commit (the loop refuses `exactlyOnce` without it).
+   */
+  async committed(commits: readonly EntryCommit[]): Promise<CommitVerdict[]> {
+    const { stream, group, consumer } = this.context;
+    if (!this.client.commits)
+      throw new Error(`${stream}/${group}: this Redis client cannot commit exactly-once entries`);
+    const ids = commits.map((c) => c.entryId);
+    const along = this.along.flatMap((each) => each.alongAck(ids) ?? []);
+    return this.client.commits.commit(stream, group, consumer, commits, along);
   }
 
   /** XACK of entries that leave without a handler's ack (a dead letter, a deleted entry). */

@@ -5,5 +5,6 @@
 export * from './ack-buffer';
 export * from './ack-records';
 export * from './ack-writer';
+export * from './commit-queue';
 export * from './dead-letter-path';
 export * from './settlement';

@@ -242,7 +242,7 @@
     const selected = view.stream === stream.stream;
     return el('tr', { class: 'stream-row' + (selected ? ' current' : ''), 'data-stream': stream.stream },
       el('td', { 'data-field': 'stream' }, stream.stream),
-      el('td', { class: 'muted', colspan: 10, 'data-field': 'summary' }, summary),
+      el('td', { class: 'muted', colspan: 11, 'data-field': 'summary' }, summary),
       el('td', { class: 'num' + (stream.deadLetters > 0 ? ' hot' : ''), 'data-field': 'deadLetters', title: 'dead letters of all groups' }, letterCount(stream.deadLetters, stream)),
       el('td', { class: 'num', 'data-field': 'length' }, num(stream.length)),
     );
@@ -267,6 +267,7 @@
       el('td', { class: 'num', 'data-field': 'pending' }, num(g.pending)),
       el('td', { class: 'num', 'data-field': 'oldestPending' }, duration(g.oldestPendingMs)),
       skippedCell(g),
+      el('td', { class: 'num' + (g.totalFenced > 0 ? ' hot' : ''), 'data-field': 'fenced', title: 'exactlyOnce commits refused since the loop started, nothing written: the entry had become another consumer\'s' }, num(g.totalFenced)),
       el('td', { class: 'num' + (g.deadLetters > 0 ? ' hot' : ''), 'data-field': 'deadLetters', title: 'dead letters of this group' }, letterCount(g.deadLetters, stream)),
       el('td', { class: 'mutate' }, pauseButton(g)),
     );

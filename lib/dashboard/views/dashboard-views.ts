@@ -68,6 +68,11 @@ export interface GroupView {
    */
   totalStale: number | null;
   /**
+   * `exactlyOnce` commits this app's loop saw refused since it started, nothing written (the entry
+   * had become another consumer's); `null` as `totalDuplicates`.
+   */
+  totalFenced: number | null;
+  /**
    * Entries read per second by this app's loop; for a group the app does not consume, entries
    * added to the stream per second (Redis >= 7). `null` until two overview reads a second apart.
    */

@@ -109,6 +109,7 @@ export async function partitionedStreamView(
         deadLetters: letters.byGroup.get(group) ?? 0,
         totalDuplicates: loop?.totalDuplicates ?? null,
         totalStale: loop?.totalStale ?? null,
+        totalFenced: loop?.totalFenced ?? null,
         tpsIn,
         tpsOut,
         sparkline:

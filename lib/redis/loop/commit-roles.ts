@@ -42,6 +42,8 @@ export type CommitVerdict =
 
 /** An exactly-once entry's writes and its XACK in one atomic step, fenced (`RedisEntryCommits`). */
 export interface EntryCommits {
+  /** True on a Redis Cluster: every key a commit writes must be in its stream's hash slot. */
+  readonly cluster: boolean;
   /**
    * Commits `entries` of `stream` for `consumer` of `group`, in the order given (each sees the
    * writes of those before it), in one round trip: one verdict per entry, in that order.

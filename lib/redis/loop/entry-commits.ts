@@ -12,7 +12,11 @@ import { COMMIT_COUNTER_LIMIT, ENTRY_COMMIT_SCRIPT, ENTRY_COMMIT_SHA } from './e
  * slot on a Cluster (the script declares them; Redis refuses a call across slots).
  */
 export class RedisEntryCommits implements EntryCommits {
-  constructor(private readonly link: CommandLink) {}
+  /** @param cluster true on a Redis Cluster (see {@link EntryCommits.cluster}). */
+  constructor(
+    private readonly link: CommandLink,
+    readonly cluster = false,
+  ) {}
 
   /**
    * Commits `entries` of `stream` for `consumer` of `group`, in the order given (each sees the

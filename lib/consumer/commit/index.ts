@@ -1,0 +1,6 @@
+/**
+ * Exactly-once commits: an entry's writes (`m.tx`), collected and checked as the handler makes
+ * them, for the loop to commit with the entry's XACK; `m.tx` of every message.
+ */
+export * from './stream-transaction';
+export * from './transactions';
