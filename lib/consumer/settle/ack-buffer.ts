@@ -47,7 +47,7 @@ export class AckBuffer {
 
   constructor(
     private readonly context: Pick<LoopContext, 'counters' | 'where' | 'logger'>,
-    private readonly writer: Pick<AckWriter, 'handled' | 'records' | 'committed'>,
+    private readonly writer: Pick<AckWriter, 'handled' | 'records' | 'committed' | 'lookUp'>,
     private readonly errors: Pick<HandlerErrors, 'forget'>,
     writes: AckWrites = {},
   ) {
@@ -97,10 +97,27 @@ export class AckBuffer {
   async send(entryIds: string[]): Promise<void> {
     const split = this.commits?.queue.split(entryIds);
     if (!split) return this.sendAcks(entryIds);
-    // the commit goes first on the connection: a look-up riding with the XACK of the rest reads
-    // after its writes
+    // the commit goes first on the connection: a look-up riding with the XACK of the rest, or
+    // with the commit itself, reads after its writes
     const committed = this.sendCommits(split.commits);
-    await Promise.all([committed, split.rest.length > 0 ? this.sendAcks(split.rest) : undefined]);
+    const rest = split.rest.length > 0 ? this.sendAcks(split.rest) : this.lookUpBehind();
+    await Promise.all([committed, rest]);
+  }
+
+  /**
+   * The look-up of the next read (`dedup` / `newerWins` with `exactlyOnce`) as an MGET right
+   * behind a commit: no round trip of its own. It counts on none of the commit's records (a
+   * commit sent again after NOSCRIPT would run after it), so the loop's own records answer for
+   * them until they are confirmed.
+   */
+  private async lookUpBehind(): Promise<void> {
+    const lookUp = this.writer.records ? this.records.riding?.([]) : undefined;
+    if (lookUp === undefined) return;
+    try {
+      lookUp.answered(await this.writer.lookUp(lookUp.queries));
+    } catch {
+      lookUp.missed();
+    }
   }
 
   private async sendAcks(entryIds: string[]): Promise<void> {

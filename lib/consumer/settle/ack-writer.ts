@@ -30,7 +30,10 @@ export interface AlongAckSource {
 export class AckWriter {
   constructor(
     private readonly context: Pick<LoopContext, 'stream' | 'group' | 'consumer'>,
-    private readonly client: Pick<StreamsClient, 'ack' | 'ackRecording' | 'commits'>,
+    private readonly client: Pick<
+      StreamsClient,
+      'ack' | 'ackRecording' | 'commits' | 'readRecords'
+    >,
     private readonly along: readonly AlongAckSource[] = [],
   ) {}
 
@@ -72,6 +75,15 @@ export class AckWriter {
     const ids = commits.map((c) => c.entryId);
     const along = this.along.flatMap((each) => each.alongAck(ids) ?? []);
     return this.client.commits.commit(stream, group, consumer, commits, along);
+  }
+
+  /**
+   * The records `queries` ask for, in one MGET sent now: right behind a commit on the same
+   * connection, it rides in the commit's round trip. `[]` without the client's skip records.
+   */
+  async lookUp(queries: readonly SkipQuery[]): Promise<Array<string | null>> {
+    const { stream, group } = this.context;
+    return this.client.readRecords ? this.client.readRecords(stream, group, queries) : [];
   }
 
   /** XACK of entries that leave without a handler's ack (a dead letter, a deleted entry). */
