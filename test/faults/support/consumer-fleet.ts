@@ -47,6 +47,10 @@ export interface ConsumerProcessOptions {
   defaults?: Partial<StreamHandlerOptions>;
   /** Module `shutdownTimeoutMs`. @default 5000 */
   shutdownTimeoutMs?: number;
+  /** Another child script (same stdout protocol), relative to the root. @default CONSUMER_SCRIPT */
+  script?: string;
+  /** More environment for the child. */
+  env?: Record<string, string>;
 }
 
 /** A handler event seen on the child's stdout. */
@@ -133,8 +137,9 @@ export class ConsumerProcess {
       FAIL_ATTEMPTS: String(o.failAttempts ?? 0),
       DEFAULTS: JSON.stringify(o.defaults ?? {}),
       SHUTDOWN_TIMEOUT_MS: String(o.shutdownTimeoutMs ?? 5000),
+      ...o.env,
     });
-    const child = spawn(process.execPath, [CONSUMER_SCRIPT], {
+    const child = spawn(process.execPath, [o.script ?? CONSUMER_SCRIPT], {
       cwd: process.cwd(),
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
