@@ -8,7 +8,10 @@
 // - drain: one @StreamHandler (synchronous, per entry, defaults) over BENCH_N (50,000) pre-filled
 //   entries with branded ids, plain vs { dedup: true } vs { newerWins } over 1,000 keys
 //   (docs/delivery.md "Duplicates and stale replays"): every entry is new, so each is handled;
-//   the cost is the records looked up before the handler and written with the XACK. Each drain
+//   the cost is the records looked up before the handler and written with the XACK. Then two
+//   pipeline stages that write each entry on to another stream (docs/exactly-once.md): `stage`
+//   awaits StreamProducer.publish, `exactlyOnce` writes through m.tx, committed with the XACK;
+//   the exactly-once stage as ratios to both (goals: >= 1.0x the stage, >= 0.7x plain). Each drain
 //   runs in a fresh child process (bench/lib/skip-drain-child.mjs) on the same client setup, a
 //   fresh group per drain; BENCH_DRAIN_ROUNDS (max(5, BENCH_ROUNDS)) rounds of the three, the
 //   order rotated. The ratio is the median of each round's ratio to that round's plain drain
@@ -123,7 +126,9 @@ try {
     }
     await pipeline.exec();
   }
-  const variants = ['plain', 'dedup', 'newerWins'];
+  // the skip variants and the pipeline stages: a handler with no output (plain), one that awaits
+  // StreamProducer.publish (stage, at-least-once) and one that writes through m.tx (exactlyOnce)
+  const variants = ['plain', 'dedup', 'newerWins', 'stage', 'exactlyOnce'];
   const drained = new Map(variants.map((v) => [v, []]));
   const foreign = [];
   for (let r = 0; r < DRAIN_ROUNDS; r++) {
@@ -157,6 +162,16 @@ try {
         `${perEntry(variant, 'nodeCpuUs').toFixed(1)}, ${perEntry(variant, 'redisCpuUs').toFixed(1)}`,
     );
   }
+  // exactly once as SPEC'd: against the same stage at-least-once, and against no output
+  const stageRates = ratesOf('stage');
+  const exactRates = ratesOf('exactlyOnce');
+  const pairedTo = (base) => exactRates.map((rate, r) => rate / base[r]);
+  const describe = (xs) =>
+    `${median(xs).toFixed(2)}x [${Math.min(...xs).toFixed(2)}-${Math.max(...xs).toFixed(2)}]`;
+  console.log(
+    `  exactlyOnce stage: ${describe(pairedTo(stageRates))} the at-least-once stage ` +
+      `(awaited publish), ${describe(pairedTo(plainRates))} a stage with no output`,
+  );
   if (foreign.length > 0)
     console.log(
       `  (other work on the machine meanwhile: ${Math.round(median(foreign) * 100)}% of its CPU, ` +

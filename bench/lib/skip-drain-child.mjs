@@ -1,6 +1,9 @@
 // One drain of bench/effectively-once.mjs, in a process of its own (every variant starts as cold
-// as the others): one @StreamHandler (synchronous, per entry, defaults) of the variant drains the
-// group from its first handler call to an empty PEL. Config: BENCH_CHILD (JSON: lib, url, stream,
+// as the others): one @StreamHandler (per entry, defaults) of the variant drains the group from its
+// first handler call to an empty PEL. The skip variants' handler does nothing (synchronous); the
+// pipeline stages write each entry on to the stream `${stream}-out-${group}`: `stage` awaits
+// StreamProducer.publish (at-least-once), `exactlyOnce` writes through m.tx (committed with the
+// XACK). Config: BENCH_CHILD (JSON: lib, url, stream,
 // group, variant, n, redisPid). Answers one IPC message: { rate, nodeCpuUs, redisCpuUs, handled,
 // pending, procCpuSeconds } (µs of CPU per entry from the first handler call to the empty PEL;
 // the process's whole CPU) or { fatal }.
@@ -18,6 +21,13 @@ const VARIANTS = {
   plain: {},
   dedup: { dedup: true },
   newerWins: { newerWins: (m) => m.payload.account },
+  stage: {},
+  exactlyOnce: { exactlyOnce: true },
+};
+/** What the handler of a variant does besides counting; none: nothing. */
+const OUTPUTS = {
+  stage: (producer, m, out) => producer.publish(out, m.payload),
+  exactlyOnce: (_producer, m, out) => void m.tx.publish(out, m.payload),
 };
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -38,20 +48,27 @@ async function main() {
   const { NestFactory } = require('@nestjs/core');
   const { Injectable, Module } = require('@nestjs/common');
   const { Redis } = require('ioredis');
-  const { EchoStreamModule, StreamHandler } = require(cfg.lib);
+  const { EchoStreamModule, StreamHandler, StreamProducer } = require(cfg.lib);
+  const output = OUTPUTS[cfg.variant];
+  const out = `${cfg.stream}-out-${cfg.group}`;
   let handled = 0;
   let startedAt = 0;
   let cpu0 = null;
   let redis0 = 0;
   class Handler {
-    handle() {
+    constructor(producer) {
+      this.producer = producer;
+    }
+    handle(m) {
       if (handled++ === 0) {
         startedAt = performance.now();
         cpu0 = process.cpuUsage();
         redis0 = pidCpuSeconds(cfg.redisPid);
       }
+      if (output) return output(this.producer, m, out);
     }
   }
+  Reflect.defineMetadata('design:paramtypes', [StreamProducer], Handler);
   StreamHandler(cfg.stream, cfg.group, VARIANTS[cfg.variant])(
     Handler.prototype,
     'handle',
