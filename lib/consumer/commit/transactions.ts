@@ -3,6 +3,8 @@ import { jsonCodec } from '../../codec/codecs';
 import type { StreamMessage } from '../../interfaces/stream-message.interface';
 import type { StreamTransaction } from '../../interfaces/stream-transaction.interface';
 import type { CommitWrite } from '../../redis/stream-roles';
+import type { EntryHandler } from '../context';
+import { EntryTransaction } from './stream-transaction';
 
 /** What an attempt that returned leaves to commit: its writes and the delivery they belong to. */
 export interface AttemptWrites {
@@ -10,8 +12,6 @@ export interface AttemptWrites {
   /** The entry's delivery count when it was read (the commit's fence). */
   readonly deliveries: number;
 }
-import type { EntryHandler } from '../context';
-import { EntryTransaction } from './stream-transaction';
 
 /** `m.tx` of a handler without `exactlyOnce`: one object for every message, each method refuses. */
 export const NO_TRANSACTION: StreamTransaction = Object.freeze({

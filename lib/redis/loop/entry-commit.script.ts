@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { LUA_GREATER } from './skip-records.script';
 
 /** The largest increment and counter an exactly-once INCRBY takes: exact in Lua's numbers. */
 export const COMMIT_COUNTER_LIMIT = 1e15;
@@ -98,15 +99,7 @@ local function check(at, count)
   return nil
 end
 
-local function greater(a, b)
-  local n = math.min(#a, #b)
-  for i = 1, n do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then return x > y end
-  end
-  return #a > #b
-end
-
+${LUA_GREATER}
 local function apply(at, count)
   for _ = 1, count do
     local op, key, n = ARGV[at], KEYS[tonumber(ARGV[at + 1])], tonumber(ARGV[at + 2])

@@ -1,6 +1,20 @@
 import { createHash } from 'node:crypto';
 
 /**
+ * Lua: `greater(a, b)`, true when text `a` sorts after `b` in byte order, as branded ids' fixed-width
+ * text sorts (the newest-id record's compare-and-set, here and in the exactly-once commit).
+ */
+export const LUA_GREATER = `local function greater(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x > y end
+  end
+  return #a > #b
+end
+`;
+
+/**
  * XACK and the skip records of the acked entries in one atomic script call (docs/delivery.md
  * "Duplicates and stale replays"): a record is only ever written with its entry's XACK, so only
  * handled entries count. The records go first: Redis does not roll a script back, and a write
@@ -22,15 +36,7 @@ import { createHash } from 'node:crypto';
  * acknowledged, then the value of each key read (nil: none).
  */
 export const ACK_RECORDS_SCRIPT = `
-local function greater(a, b)
-  local n = math.min(#a, #b)
-  for i = 1, n do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then return x > y end
-  end
-  return #a > #b
-end
-local count = tonumber(ARGV[2])
+${LUA_GREATER}local count = tonumber(ARGV[2])
 local runs = tonumber(ARGV[3 + count])
 local at = 4 + count
 local key = 2
