@@ -15,6 +15,7 @@ import { keySlot } from './connection';
  * |---|---|---|
  * | `{s}:echo-paused:<group>` | the group's pause switch | admin, dashboard, CLI |
  * | `{s}:echo-checkpoints:<group>` | checkpoints of entries in hand (hash, field = entry id) | loops |
+ * | `{s}:echo-outbox:<group>` | `exactlyOnce` publishes to other Cluster slots, to forward (stream) | loops |
  * | `{s}:echo-partitions` | a partitioned stream's partition count | producer, loops |
  * | `{s}:echo-leases:<group>`, `{s}:echo-members:<group>` | partition leases, live members | loops |
  * | `{s}:echo-idem:<scope>:<id>` | idempotent publish: the entry of a branded id | producer |
@@ -97,6 +98,14 @@ export function pauseKeyOf(stream: string, group: string): string {
 /** The checkpoint hash of `group` on `stream` (`{orders}:echo-checkpoints:billing`). */
 export function checkpointKeyOf(stream: string, group: string): string {
   return slotKeyNextTo(stream, `:echo-checkpoints:${group}`);
+}
+
+/**
+ * The transaction outbox of `group` on `stream` (`{orders}:echo-outbox:billing`): an
+ * `exactlyOnce` handler's publishes to streams in other Cluster slots, committed here, forwarded.
+ */
+export function outboxKeyOf(stream: string, group: string): string {
+  return slotKeyNextTo(stream, `:echo-outbox:${group}`);
 }
 
 /** The partition count of a partitioned stream (`{orders}:echo-partitions`). */

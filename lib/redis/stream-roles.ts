@@ -13,6 +13,7 @@ export type { ConnectionMonitor } from './connection/connection-monitor';
 import type { PartitionLeases, PendingProbes } from './partitions/partition-roles';
 import type { AlongAck, SkipRecords } from './loop/ack-roles';
 import type { EntryCommits } from './loop/commit-roles';
+import type { TransactionOutboxes } from './publish/outbox-roles';
 export type {
   Browsing,
   StreamBrowsing,
@@ -27,6 +28,7 @@ export type {
   SkipRecords,
 } from './loop/ack-roles';
 export type { CommitVerdict, CommitWrite, EntryCommit, EntryCommits } from './loop/commit-roles';
+export type { MalformedOutboxItem, OutboxItem, TransactionOutboxes } from './publish/outbox-roles';
 export type {
   LeaseRow,
   LeaseView,
@@ -352,4 +354,6 @@ export interface StreamsClient
   readonly pendingProbes?: PendingProbes;
   /** Exactly-once commits (`exactlyOnce`); a client without them cannot run such a handler. */
   readonly commits?: EntryCommits;
+  /** The outboxes of exactly-once publishes to other Cluster slots; without them: none forwarded. */
+  readonly outboxes?: TransactionOutboxes;
 }

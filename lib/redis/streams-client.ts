@@ -35,7 +35,7 @@ import type {
   StreamsClient,
   StreamWrites,
 } from './stream-roles';
-import { type IdempotentWrites, RedisStreamWrites } from './publish';
+import { type IdempotentWrites, RedisStreamWrites, RedisTransactionOutboxes } from './publish';
 
 // The names this file exported before the Redis layer was cut by role, kept so importers move at
 // their own pace: the roles and their data (stream-roles.ts), the error predicates
@@ -116,6 +116,8 @@ export class RedisStreamsClient
   readonly pendingProbes: RedisPendingProbes;
   /** Exactly-once commits (docs/ARCHITECTURE.md "Exactly-once commits"), on this link. */
   readonly commits: RedisEntryCommits;
+  /** The outboxes of exactly-once publishes to other Cluster slots, forwarded idempotently. */
+  readonly outboxes: RedisTransactionOutboxes;
   private readonly reconnectListeners = new Set<() => void>();
   private listeningForReady = false;
   /** On a Cluster, once a loop listens: tells when the slot map changed. */
@@ -144,6 +146,7 @@ export class RedisStreamsClient
     this.partitions = new RedisPartitionLeases(this.commandLink);
     this.pendingProbes = new RedisPendingProbes(this.commandLink, isCluster(redis));
     this.commits = new RedisEntryCommits(this.commandLink, isCluster(redis));
+    this.outboxes = new RedisTransactionOutboxes(this.commandLink, this.writes);
   }
 
   /**

@@ -183,6 +183,7 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
       ),
       logger: new Logger(`${definition.stream}/${definition.group}`),
       tracing: this.otel && new ConsumerTracing(this.otel, definition.stream, definition.group),
+      idempotencyWindowMs: this.options.idempotencyWindowMs,
     };
     if (options.partitions !== null)
       return new PartitionedConsumer({

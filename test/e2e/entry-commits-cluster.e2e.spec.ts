@@ -3,8 +3,10 @@
  * lib/redis/loop/entry-commits.ts): the script call goes to the source stream's master with every
  * key it writes declared, so writes in the stream's hash slot commit with the XACK there, and a
  * key of another slot makes the cluster refuse the whole call (CROSSSLOT): nothing written,
- * nothing acked. Through the module, an `exactlyOnce` handler commits in its stream's slot, and
- * `m.tx` refuses a key of another slot at the call, naming the tag to use.
+ * nothing acked. Through the module, an `exactlyOnce` handler commits in its stream's slot,
+ * `m.tx` refuses a key of another slot at the call, naming the tag to use, and a publish to a
+ * stream of another slot goes through the group's outbox: once, within a second, a dead peer's
+ * outbox entries too.
  */
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
@@ -14,6 +16,8 @@ import { EchoStreamModule, StreamHandler, type StreamMessage } from '../../lib';
 import { keySlot } from '../../lib/redis/connection/cluster-routing';
 import type { CommandLink } from '../../lib/redis/connection/command-link';
 import { RedisEntryCommits } from '../../lib/redis/loop';
+import { outboxKeyOf } from '../../lib/redis/package-keys';
+import { outboxFieldsOf } from '../../lib/redis/publish';
 import { openCommandLink } from '../support/command-links';
 import { RedisCluster } from '../support/redis-cluster';
 import { stopAllRedisServers } from '../support/redis-server';
@@ -128,6 +132,66 @@ it("an exactlyOnce handler on the Cluster commits in its stream's slot; a key of
     // the refused entry wrote nothing and stays pending (its retry policy is off)
     const [pending] = (await admin.xpending(stream, GROUP)) as [number];
     expect(Number(pending)).toBe(1);
+  } finally {
+    await app.close();
+  }
+});
+
+it("an exactlyOnce handler's publish to a stream of another slot goes through the outbox: the target sees it once, within a second", async () => {
+  const tag = `{ob-${process.pid}}`;
+  const stream = `${tag}:in`;
+  let far = `far-${process.pid}`;
+  for (let i = 0; keySlot(far) === keySlot(stream); i++) far = `far-${process.pid}-${i}`;
+  const outbox = outboxKeyOf(stream, GROUP);
+  let failFirst = true;
+  @Injectable()
+  class Stage {
+    @StreamHandler(stream, GROUP, {
+      exactlyOnce: true,
+      blockMs: 200,
+      retry: { type: 'fixed', delayMs: 10 },
+    })
+    handle(m: StreamMessage<{ n: number }>): void {
+      m.tx.publish(far, { n: m.payload.n });
+      m.tx.incrBy(`${m.tx.slotTag}:total`, m.payload.n);
+      // an attempt that throws leaves nothing in the outbox: its retry publishes once
+      if (m.payload.n === 2 && failFirst) {
+        failFirst = false;
+        throw new Error('first attempt fails');
+      }
+    }
+  }
+  @Module({
+    imports: [EchoStreamModule.forRoot({ cluster: { nodes: cluster.nodes }, consumerName: 'c1' })],
+    providers: [Stage],
+  })
+  class StageModule {}
+  // what a peer that died between its commit and its forward left in the outbox
+  await admin.xadd(
+    outbox,
+    '*',
+    ...outboxFieldsOf(far, 'from-a-dead-peer', ['id', 'from-a-dead-peer', 'data', '{"n":0}']),
+  );
+  const app = await NestFactory.createApplicationContext(StageModule, { logger: false });
+  try {
+    await app.init();
+    await waitFor(async () => (await admin.xlen(far)) === 1, {
+      timeoutMs: 3000,
+      message: "the dead peer's outbox entry forwarded",
+    });
+    const publishedAt = Date.now();
+    for (let n = 1; n <= 20; n++)
+      await admin.xadd(stream, '*', 'id', `src-${n}`, 'data', JSON.stringify({ n }));
+    await waitFor(async () => (await admin.xlen(far)) === 21, { timeoutMs: 10_000 });
+    const tookMs = Date.now() - publishedAt;
+    // within a second of the commits (a generous bound for a loaded machine)
+    expect(tookMs).toBeLessThan(2500);
+    await waitFor(async () => (await admin.xlen(outbox)) === 0, { timeoutMs: 3000 });
+    const entries = await admin.xrange(far, '-', '+');
+    const payloads = entries.map(([, fields]) => JSON.parse(fields[3]).n as number);
+    expect(payloads.sort((a, b) => a - b)).toEqual(Array.from({ length: 21 }, (_, n) => n));
+    expect(await admin.get(`${tag}:total`)).toBe(String((20 * 21) / 2));
+    expect(await admin.xpending(stream, GROUP)).toEqual([0, null, null, null]);
   } finally {
     await app.close();
   }

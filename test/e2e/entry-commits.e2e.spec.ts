@@ -234,6 +234,31 @@ describe('RedisEntryCommits', () => {
     ]);
   });
 
+  it("carries a committed entry's key types to the next, never a refused entry's", async () => {
+    const [a, b, c] = await delivered(3);
+    const verdicts = await commits.commit(STREAM, GROUP, 'c1', [
+      { entryId: a, deliveries: 1, writes: [{ op: 'set', key: '{src}:n', value: '5' }] },
+      // '{src}:h' would be a hash after b, but b is refused (an HSET on a's string)
+      {
+        entryId: b,
+        deliveries: 1,
+        writes: [
+          { op: 'hset', key: '{src}:h', field: 'f', value: 'v' },
+          { op: 'hset', key: '{src}:n', field: 'f', value: 'v' },
+        ],
+      },
+      { entryId: c, deliveries: 1, writes: [{ op: 'incrBy', key: '{src}:h', by: 2 }] },
+    ]);
+    expect(verdicts.map((v) => v.outcome)).toEqual(['committed', 'invalid', 'committed']);
+    expect(verdicts[1]).toEqual({
+      entryId: b,
+      outcome: 'invalid',
+      why: 'HSET on {src}:n, which holds a string',
+    });
+    expect(await admin.get('{src}:h')).toBe('2');
+    expect(await pending()).toEqual([[b, 'c1', 1]]);
+  });
+
   it('sends the script itself when the server lost it (a restart, a failover)', async () => {
     const [id] = await delivered(1);
     await admin.script('FLUSH');

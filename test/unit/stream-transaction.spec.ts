@@ -5,7 +5,7 @@
  */
 import { derivedBrandedId } from '../../lib/codec/branded-id';
 import { fieldsCodec, jsonCodec } from '../../lib/codec/codecs';
-import { EntryTransaction, NO_TRANSACTION } from '../../lib/consumer/commit';
+import { EntryTransaction, NO_TRANSACTION, transactionScope } from '../../lib/consumer/commit';
 import type { StreamCodec } from '../../lib/interfaces/codec.interface';
 import { keySlot } from '../../lib/redis/connection/cluster-routing';
 
@@ -13,7 +13,7 @@ import { keySlot } from '../../lib/redis/connection/cluster-routing';
 const SOURCE_ID = '00loyw3v28000000abcd1234';
 
 function transaction(cluster = false, sourceStream = 'payments'): EntryTransaction {
-  return new EntryTransaction({ sourceStream, sourceId: SOURCE_ID, codec: jsonCodec, cluster });
+  return new EntryTransaction(transactionScope(sourceStream, 'g', cluster, jsonCodec), SOURCE_ID);
 }
 
 /** Expects `call` to throw a TypeError matching `message`, and `tx` to have recorded nothing. */
@@ -190,13 +190,32 @@ describe('EntryTransaction', () => {
       );
       expectRefused(tx, () => tx.incrBy('n', 1), /incrBy\(\): key 'n'/);
       expectRefused(tx, () => tx.del('n'), /del\(\): key 'n'/);
-      expectRefused(
-        tx,
-        () => tx.publish('ledger', 1),
-        /publish\(\): stream 'ledger' is not in the hash slot/,
-      );
-      // the refused publish took no position
-      expect(tx.publish('{payments}:ledger', 1)).toBe(derivedBrandedId(SOURCE_ID, 0));
+      expect(tx.writes).toEqual([]);
+    });
+
+    it("writes a publish to a stream of another slot to the outbox in the source's slot", () => {
+      const told: string[] = [];
+      const scope = transactionScope('payments', 'billing', true, jsonCodec, () => told.push('x'));
+      const tx = new EntryTransaction(scope, SOURCE_ID);
+      expect(keySlot('ledger')).not.toBe(keySlot('payments'));
+      const first = tx.publish('ledger', { n: 1 });
+      const second = tx.publish('{payments}:audit', { n: 2 });
+      expect([first, second]).toEqual([
+        derivedBrandedId(SOURCE_ID, 0),
+        derivedBrandedId(SOURCE_ID, 1),
+      ]);
+      expect(tx.writes).toEqual([
+        {
+          op: 'xadd',
+          key: '{payments}:echo-outbox:billing',
+          fields: ['echo-target', 'ledger', 'echo-id', first, 'id', first, 'data', '{"n":1}'],
+        },
+        { op: 'xadd', key: '{payments}:audit', fields: ['id', second, 'data', '{"n":2}'] },
+      ]);
+      expect(keySlot('{payments}:echo-outbox:billing')).toBe(keySlot('payments'));
+      expect(told).toEqual(['x']);
+      // a bad name is refused before it reaches the outbox
+      expectRefused(tx, () => tx.publish('', 1), /publish\(\): stream must be a non-empty string/);
     });
 
     it("uses a partition stream's tag", () => {

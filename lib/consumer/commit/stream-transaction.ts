@@ -8,25 +8,52 @@ import type {
 } from '../../interfaces/stream-transaction.interface';
 import { keySlot } from '../../redis/connection';
 import { COMMIT_COUNTER_LIMIT } from '../../redis/loop';
-import { slotTagOf } from '../../redis/package-keys';
+import { outboxKeyOf, slotTagOf } from '../../redis/package-keys';
+import { outboxFieldsOf } from '../../redis/publish';
 import type { CommitWrite } from '../../redis/stream-roles';
 
-/** What an {@link EntryTransaction} is built from: one per message of an exactly-once handler. */
-export interface EntryTransactionSource {
-  /** The stream the entry was read from (for a partitioned handler, the partition stream). */
+/**
+ * What every transaction of one loop shares, worked out once for the loop (not per message):
+ * {@link transactionScope}.
+ */
+export interface TransactionScope {
+  /** The stream the entries are read from (for a partitioned handler, the partition stream). */
   readonly sourceStream: string;
-  /** The entry's branded id (the message's `id`): its outputs' ids derive from it. */
-  readonly sourceId: string;
-  /** The codec of a publish that gives none: the module's producer codec. */
-  readonly codec: StreamCodec<unknown>;
-  /** True on a Redis Cluster: every key written must then be in the source stream's slot. */
-  readonly cluster: boolean;
+  /** The hash tag of the source stream's slot (`m.tx.slotTag`). */
+  readonly slotTag: string;
+  /** The source stream's slot on a Cluster; `undefined` without one (no slot check). */
+  readonly slot: number | undefined;
   /**
-   * The entry's delivery count in the group's pending list when it was read: the commit's fence
-   * compares it (a partition's in-place retry runs again under the same delivery).
-   * @default 1
+   * On a Cluster, the outbox in the source's slot that a publish to a stream of another slot is
+   * written to (forwarded after the commit); `undefined` without a Cluster.
    */
-  readonly deliveries?: number;
+  readonly outbox: string | undefined;
+  /** The codec of a publish that gives none. */
+  readonly codec: StreamCodec<unknown>;
+  /** Told when a publish goes through the outbox (its forwarder looks soon). */
+  readonly outboxWritten?: () => void;
+}
+
+/**
+ * The scope of the transactions of `group`'s loop on `sourceStream`.
+ * @param cluster true on a Redis Cluster: keys must share the source's slot, publishes elsewhere
+ *   go through the outbox.
+ */
+export function transactionScope(
+  sourceStream: string,
+  group: string,
+  cluster: boolean,
+  codec: StreamCodec<unknown>,
+  outboxWritten?: () => void,
+): TransactionScope {
+  return {
+    sourceStream,
+    slotTag: slotTagOf(sourceStream),
+    slot: cluster ? keySlot(sourceStream) : undefined,
+    outbox: cluster ? outboxKeyOf(sourceStream, group) : undefined,
+    codec,
+    outboxWritten,
+  };
 }
 
 const PUBLISH_OPTION_NAMES: readonly string[] = ['id', 'codec'];
@@ -34,22 +61,28 @@ const SET_OPTION_NAMES: readonly string[] = ['pxMs'];
 
 /**
  * `m.tx` of an exactly-once handler: collects the entry's writes, checked as they are made, for the
- * loop to commit with the entry's XACK (`EntryCommits`). Not yet called by the loop.
+ * loop to commit with the entry's XACK (`EntryCommits`).
  */
 export class EntryTransaction implements StreamTransaction {
-  readonly slotTag: string;
-  /** The delivery the writes belong to (see {@link EntryTransactionSource.deliveries}). */
-  readonly deliveries: number;
-  /** The source stream's slot on a Cluster; `undefined` without one (no slot check). */
-  private readonly slot: number | undefined;
   private recorded: CommitWrite[] = [];
   /** The place of the next publish among this attempt's publishes (its derived id). */
   private position = 0;
 
-  constructor(private readonly source: EntryTransactionSource) {
-    this.slotTag = slotTagOf(source.sourceStream);
-    this.deliveries = source.deliveries ?? 1;
-    this.slot = source.cluster ? keySlot(source.sourceStream) : undefined;
+  /**
+   * @param scope what the loop's transactions share.
+   * @param sourceId the entry's branded id (the message's `id`): its outputs' ids derive from it.
+   * @param deliveries the entry's delivery count in the group's pending list when it was read:
+   *   the commit's fence compares it (a partition's in-place retry runs again under the same
+   *   delivery).
+   */
+  constructor(
+    private readonly scope: TransactionScope,
+    private readonly sourceId: string,
+    readonly deliveries = 1,
+  ) {}
+
+  get slotTag(): string {
+    return this.scope.slotTag;
   }
 
   /** The writes recorded since {@link begin}, in call order. */
@@ -64,7 +97,7 @@ export class EntryTransaction implements StreamTransaction {
   }
 
   publish<T>(stream: string, payload: T, options?: TransactionPublishOptions<T>): string {
-    this.checkKey('publish', 'stream', stream);
+    checkName('publish', 'stream', stream);
     checkOptions('publish', options, PUBLISH_OPTION_NAMES);
     const given = options?.id;
     if (given !== undefined && (typeof given !== 'string' || given.length === 0)) {
@@ -72,16 +105,23 @@ export class EntryTransaction implements StreamTransaction {
         `StreamTransaction.publish(): option 'id' must be a non-empty string, got ${describe(given)}`,
       );
     }
-    const codec = options?.codec ?? this.source.codec;
+    const codec = options?.codec ?? this.scope.codec;
     if (typeof codec !== 'object' || codec === null || typeof codec.encode !== 'function') {
       throw new TypeError(
         `StreamTransaction.publish(): option 'codec' must be a codec (an object with encode and decode), got ${describe(codec)}`,
       );
     }
-    const id = given ?? derivedBrandedId(this.source.sourceId, this.position);
+    const { outbox, outboxWritten } = this.scope;
+    // a stream of another slot: through the outbox, when there is one (else refused below)
+    const forwarded = outbox !== undefined && !this.inSlot(stream);
+    if (!forwarded) this.checkKey('publish', 'stream', stream);
+    const id = given ?? derivedBrandedId(this.sourceId, this.position);
     const fields = encodeEntry(codec as StreamCodec<unknown>, id, payload);
     this.position++;
-    this.recorded.push({ op: 'xadd', key: stream, fields });
+    if (forwarded) {
+      this.recorded.push({ op: 'xadd', key: outbox, fields: outboxFieldsOf(stream, id, fields) });
+      outboxWritten?.();
+    } else this.recorded.push({ op: 'xadd', key: stream, fields });
     return id;
   }
 
@@ -129,21 +169,29 @@ export class EntryTransaction implements StreamTransaction {
   }
 
   /**
-   * A key (or a publish's stream) must be a non-empty string and, on a Cluster, in the source
-   * stream's slot: the commit is one script call, whose keys must never cross slots.
-   * NOTE: a later change adds an outbox for publishes to streams of other slots (written in the
-   * source's slot with the commit, then forwarded); until then they are refused here too.
+   * A key (or a publish's stream without an outbox) must be a non-empty string and, on a Cluster,
+   * in the source stream's slot: the commit is one script call, whose keys must never cross slots.
    */
   private checkKey(method: string, name: 'key' | 'stream', key: string): void {
-    if (typeof key !== 'string' || key.length === 0) {
-      throw new TypeError(
-        `StreamTransaction.${method}(): ${name} must be a non-empty string, got ${describe(key)}`,
-      );
-    }
-    if (this.slot === undefined || keySlot(key) === this.slot) return;
+    checkName(method, name, key);
+    if (this.inSlot(key)) return;
+    const { sourceStream, slotTag } = this.scope;
     throw new TypeError(
       `StreamTransaction.${method}(): ${name} '${key}' is not in the hash slot of stream ` +
-        `'${this.source.sourceStream}'; put the tag ${this.slotTag} in it ('${this.slotTag}:${key}')`,
+        `'${sourceStream}'; put the tag ${slotTag} in it ('${slotTag}:${key}')`,
+    );
+  }
+
+  /** True without a Cluster, or when `key` is in the source stream's slot. */
+  private inSlot(key: string): boolean {
+    return this.scope.slot === undefined || keySlot(key) === this.scope.slot;
+  }
+}
+
+function checkName(method: string, name: 'key' | 'stream', key: unknown): void {
+  if (typeof key !== 'string' || key.length === 0) {
+    throw new TypeError(
+      `StreamTransaction.${method}(): ${name} must be a non-empty string, got ${describe(key)}`,
     );
   }
 }

@@ -4,7 +4,7 @@ import type { StreamMessage } from '../../interfaces/stream-message.interface';
 import type { StreamTransaction } from '../../interfaces/stream-transaction.interface';
 import type { CommitWrite } from '../../redis/stream-roles';
 import type { EntryHandler } from '../context';
-import { EntryTransaction } from './stream-transaction';
+import { EntryTransaction, type TransactionScope, transactionScope } from './stream-transaction';
 
 /** What an attempt that returned leaves to commit: its writes and the delivery they belong to. */
 export interface AttemptWrites {
@@ -38,15 +38,26 @@ function refuse(member: string): never {
  * attempt that returned, for the commit that replaces the entry's XACK (`CommitQueue`).
  */
 export class LoopTransactions {
+  private readonly scope: TransactionScope;
+
   /**
    * @param stream the stream the loop reads (a partition's stream): keys written on a Cluster
    *   must share its hash slot.
+   * @param group the loop's group (its outbox is the group's).
    * @param cluster true on a Redis Cluster.
+   * @param outboxWritten told when a publish goes through the outbox (a Cluster only).
    */
-  constructor(
-    private readonly stream: string,
-    private readonly cluster: boolean,
-  ) {}
+  constructor(stream: string, group: string, cluster: boolean, outboxWritten?: () => void) {
+    this.scope = transactionScope(stream, group, cluster, jsonCodec, outboxWritten);
+  }
+
+  /**
+   * The outbox of publishes to streams in other Cluster slots, which a forwarder empties;
+   * `undefined` without a Cluster (every publish is written directly).
+   */
+  get outbox(): string | undefined {
+    return this.scope.outbox;
+  }
 
   /**
    * The transaction of the message with branded id `id` and entry id `entryId`, read with
@@ -54,13 +65,7 @@ export class LoopTransactions {
    * id when the entry has none (a foreign producer's).
    */
   of(id: string, entryId: string, deliveries: number): StreamTransaction {
-    return new EntryTransaction({
-      sourceStream: this.stream,
-      sourceId: isBrandedId(id) ? id : entryId,
-      codec: jsonCodec,
-      cluster: this.cluster,
-      deliveries,
-    });
+    return new EntryTransaction(this.scope, isBrandedId(id) ? id : entryId, deliveries);
   }
 
   /** `handler`, each call starting its message's transaction from no writes (a retry too). */

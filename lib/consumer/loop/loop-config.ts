@@ -68,4 +68,10 @@ export interface StreamConsumerConfig {
    * @default undefined
    */
   ackTurn?: AckTurn;
+  /**
+   * The module's `idempotencyWindowMs`: an `exactlyOnce` handler's outbox (on a Cluster) is
+   * forwarded with the idempotent publish, within this window.
+   * @default 600000
+   */
+  idempotencyWindowMs?: number;
 }

@@ -1,3 +1,4 @@
+import { MODULE_DEFAULTS } from '../../config/module-options';
 import type { StreamMessage } from '../../interfaces/stream-message.interface';
 import {
   AckBuffer,
@@ -8,7 +9,7 @@ import {
   Settlement,
   type AckRecordSource,
 } from '../settle';
-import { LoopTransactions } from '../commit';
+import { LoopTransactions, OutboxForwarder } from '../commit';
 import { AckTurn, KeyAckGate, KeyLaneRunner, HeldKeys } from '../order';
 import {
   OwnConnectionRead,
@@ -59,6 +60,8 @@ export interface LoopParts {
   /** The parked read of new entries. */
   readonly parked: ParkedRead;
   readonly shutdown: Shutdown;
+  /** `exactlyOnce` on a Cluster: forwards the publishes its commits left in the group's outbox. */
+  readonly outbox?: OutboxForwarder;
 }
 
 /**
@@ -86,10 +89,19 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
     partition: config.partition,
   };
 
-  // exactlyOnce: each message's `m.tx`, its writes committed in place of its XACK
+  // exactlyOnce: each message's `m.tx`, its writes committed in place of its XACK; on a Cluster
+  // its publishes to other slots committed to the group's outbox, and forwarded from there
   const transactions = options.exactlyOnce
-    ? new LoopTransactions(stream, client.commits?.cluster ?? false)
+    ? new LoopTransactions(stream, group, client.commits?.cluster ?? false, () => outbox?.written())
     : undefined;
+  const outbox =
+    transactions?.outbox !== undefined && client.outboxes
+      ? new OutboxForwarder(context, {
+          outboxes: client.outboxes,
+          outbox: transactions.outbox,
+          windowMs: config.idempotencyWindowMs ?? MODULE_DEFAULTS.idempotencyWindowMs,
+        })
+      : undefined;
   const commitQueue = transactions
     ? new CommitQueue((message) => transactions.writesOf(message))
     : undefined;
@@ -287,5 +299,6 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
     readAhead,
     parked,
     shutdown,
+    outbox,
   };
 }

@@ -44,6 +44,7 @@ export class StreamConsumer {
   start(): void {
     if (this.running || this.loop.stopSwitch.isStopping()) return;
     this.loop.heartbeat.start();
+    this.loop.outbox?.start();
     this.running = this.run();
   }
 
@@ -88,6 +89,8 @@ export class StreamConsumer {
     await this.loop.heldKeys?.idle();
     // on its own (it never throws): a failed ack must not keep the waiting retries from peers
     await retries.releaseAll();
+    // what its last commits left in the outbox goes on now, not at a peer's next look
+    await this.loop.outbox?.stop();
     heartbeat.stop();
   }
 

@@ -5,3 +5,5 @@ export * from './idempotent-add.script';
 export * from './idempotent-roles';
 export * from './replicated-write';
 export * from './stream-writes';
+export * from './outbox-roles';
+export * from './transaction-outbox';
