@@ -6,6 +6,7 @@
 export * from './backoff';
 export * from './consumer-config';
 export * from './consumer-counters';
+export * from './log-text';
 export * from './loop-context';
 export * from './owned-partition';
 export * from './rate-tracker';

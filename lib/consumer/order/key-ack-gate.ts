@@ -3,10 +3,7 @@ import type { StreamMessage } from '../../interfaces/stream-message.interface';
 import type { AckBuffer, AckWatch, AckRecordSource } from '../settle';
 import type { AckTurn } from './ack-turn';
 import type { LoopHealth } from '../health';
-import type { LoopContext } from '../context';
-
-/** How many entry ids a log line names before it says how many more. */
-const IDS_SHOWN = 5;
+import { firstFew, type LoopContext } from '../context';
 
 /** What the gate needs of the loop. */
 export interface KeyAckGatePorts {
@@ -140,12 +137,10 @@ export class KeyAckGate implements AckWatch {
       this.isBlocked = true;
       this.ports.health.drainNeeded();
       const { where, logger } = this.context;
-      const shown = ids.slice(0, IDS_SHOWN).join(', ');
-      const more = ids.length > IDS_SHOWN ? ` and ${ids.length - IDS_SHOWN} more` : '';
       logger.warn(
-        `${where}: the XACK of entries ${shown}${more} failed (${errorText(error)}); the later ` +
-          `entries of their keys stay pending and nothing starts until the own pending entries ` +
-          `are read again`,
+        `${where}: entries ${firstFew(ids)} were not acknowledged (${errorText(error)}); the ` +
+          `later entries of their keys stay pending and nothing starts until the own pending ` +
+          `entries are read again`,
       );
     }
     this.endWave(false);

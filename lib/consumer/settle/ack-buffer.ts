@@ -1,12 +1,9 @@
 import type { CommitVerdict, EntryCommit } from '../../redis/stream-roles';
-import type { HandlerErrors, LoopContext } from '../context';
+import { firstFew, type HandlerErrors, type LoopContext } from '../context';
 import type { LoopHealth } from '../health';
 import { NO_RECORDS, type AckRecordSource } from './ack-records';
 import type { AckWriter } from './ack-writer';
 import type { CommitQueue } from './commit-queue';
-
-/** How many entry ids a log line names before it says how many more. */
-const IDS_SHOWN = 5;
 
 /** Told how every XACK of the buffer ended (the order of keyed lanes waits on it). */
 export interface AckWatch {
@@ -185,16 +182,13 @@ export class AckBuffer {
     );
     this.commits?.health.drainNeeded();
     // keyed lanes: the key's next entry waits until the drain ran this one again
-    this.watch?.failed(refused, new Error('commit refused'));
+    this.watch?.failed(refused, new Error('their commit was refused: a write could not run'));
   }
 }
 
 /** `entry <id> (<why>)`, of the first few verdicts, and how many more. */
 function describe(verdicts: readonly CommitVerdict[]): string {
-  const shown = verdicts
-    .slice(0, IDS_SHOWN)
-    .map((v) => `entry ${v.entryId}${v.outcome === 'committed' ? '' : ` (${v.why})`}`)
-    .join(', ');
-  const more = verdicts.length - IDS_SHOWN;
-  return more > 0 ? `${shown} and ${more} more` : shown;
+  return firstFew(
+    verdicts.map((v) => `entry ${v.entryId}${v.outcome === 'committed' ? '' : ` (${v.why})`}`),
+  );
 }
