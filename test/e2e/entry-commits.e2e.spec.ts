@@ -159,7 +159,7 @@ describe('RedisEntryCommits', () => {
       },
     ]);
     expect(verdicts.map((v) => v.outcome)).toEqual(['invalid', 'invalid', 'invalid']);
-    expect(verdicts.map((v) => (v.outcome === 'committed' ? '' : v.why))).toEqual([
+    expect(verdicts.map((v) => ('why' in v ? v.why : ''))).toEqual([
       'INCRBY on {src}:h, which holds a hash',
       'XADD on {src}:a-list, which holds a list',
       'INCRBY on {src}:label, whose value is not an integer of at most 15 digits',
@@ -195,6 +195,28 @@ describe('RedisEntryCommits', () => {
     expect(await admin.get(ackedIdKey(STREAM, GROUP, newer))).toBe(newer);
     expect(await admin.pttl(ackedIdKey(STREAM, GROUP, newer))).toBeGreaterThan(50_000);
     expect(await admin.get(newestIdKey(STREAM, GROUP, 'a-1'))).toBe(newer);
+    expect(await pending()).toEqual([]);
+  });
+
+  it('commits a branded id once: a copy whose dedup record is there writes nothing and is acked', async () => {
+    const [a, b, c] = await delivered(3);
+    const id = 'kz00000000000000copy0000';
+    const copy = (entryId: string) => ({
+      entryId,
+      deliveries: 1,
+      writes: [{ op: 'incrBy' as const, key: '{src}:n', by: 1 }],
+      records: [{ kind: 'acked' as const, id, ttlMs: 60_000 }],
+    });
+    // two copies in one call: the second sees the first's record
+    expect(await commits.commit(STREAM, GROUP, 'c1', [copy(a), copy(b)])).toEqual([
+      { entryId: a, outcome: 'committed' },
+      { entryId: b, outcome: 'duplicate' },
+    ]);
+    // a copy another consumer handled, committed after: its look-up could not see the record
+    expect(await commits.commit(STREAM, GROUP, 'c1', [copy(c)])).toEqual([
+      { entryId: c, outcome: 'duplicate' },
+    ]);
+    expect(await admin.get('{src}:n')).toBe('1');
     expect(await pending()).toEqual([]);
   });
 

@@ -4,7 +4,8 @@
  * the retry starts from no writes; a commit whose entry became another consumer's meanwhile is
  * fenced (nothing written, counted, logged); a commit whose write cannot run leaves the entry
  * pending until its dead letter, nothing written; a duplicate branded id is skipped by the dedup
- * record the commit wrote; partitions commit in key order.
+ * record the commit wrote, and committed once when two consumers handle two copies at once (the
+ * commit checks the record); partitions commit in key order.
  */
 import { Redis } from 'ioredis';
 import { isBrandedId } from '../../lib';
@@ -186,5 +187,32 @@ describe('exactlyOnce', () => {
     await waitFor(() => consumer.snapshot().totalDuplicates === 1, { message: 'skipped' });
     expect(seen).toEqual([first]);
     expect(await redis.get(`${tag(stream)}:n`)).toBe('1');
+  });
+
+  it('commits one of two copies handled at once by two consumers (the commit checks the dedup record)', async () => {
+    const stream = fresh();
+    const seen: string[] = [];
+    // both copies in hand before either commits: neither look-up can see the other's record
+    const handle = async (m: StreamMessage<unknown>): Promise<void> => {
+      seen.push(m.entryId);
+      for (const until = Date.now() + 5000; seen.length < 2 && Date.now() < until;) await sleep(5);
+      m.tx.incrBy(`${m.tx.slotTag}:n`, 1);
+    };
+    const options = { exactlyOnce: true, batchSize: 1 };
+    const one = start({ stream, group: 'g', consumer: 'c1', options, handle });
+    const two = start({ stream, group: 'g', consumer: 'c2', options, handle });
+    await xadd(stream, 'order-1', {});
+    // the second copy once the first is in one consumer's hand: the other, parked, reads it
+    await waitFor(() => seen.length === 1, { message: 'the first copy in hand' });
+    await xadd(stream, 'order-1', {}); // a producer's retry, not idempotent
+    await waitFor(async () => seen.length === 2 && (await pendingIds(stream, 'g')).length === 0, {
+      message: 'both copies handled and acked',
+    });
+    expect(await redis.get(`${tag(stream)}:n`)).toBe('1');
+    const snapshots = [one.consumer.snapshot(), two.consumer.snapshot()];
+    expect(snapshots.reduce((sum, s) => sum + s.totalDuplicates, 0)).toBe(1);
+    expect(snapshots.reduce((sum, s) => sum + s.totalAcked, 0)).toBe(2);
+    // each consumer had one copy
+    expect(snapshots.map((s) => s.totalAcked)).toEqual([1, 1]);
   });
 });

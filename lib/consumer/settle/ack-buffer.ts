@@ -137,7 +137,9 @@ export class AckBuffer {
   /**
    * Commits `exactlyOnce` entries (docs/ARCHITECTURE.md "Exactly-once commits"): each one's
    * writes, records and XACK in one step, fenced. A committed entry counts as acked; a fenced one
-   * (another consumer's now, which commits it) is settled here with nothing written; one refused
+   * (another consumer's now, which commits it) is settled here with nothing written; a duplicate
+   * (an entry of its branded id committed before) is acked with nothing written, counted as a
+   * skipped duplicate; one refused
    * as invalid (a write that could not run) stays pending, and the own PEL drain runs it again
    * (its delivery count grows to the dead-letter threshold while the write keeps failing).
    */
@@ -153,14 +155,19 @@ export class AckBuffer {
       throw err;
     }
     this.commits?.queue.settled(ids);
+    // acked: committed, or a copy of an entry committed before (its dedup record was there)
     const done: string[] = [];
-    const fenced: CommitVerdict[] = [];
-    const invalid: CommitVerdict[] = [];
+    let duplicates = 0;
+    const fenced: RefusedCommit[] = [];
+    const invalid: RefusedCommit[] = [];
     for (const verdict of verdicts)
-      if (verdict.outcome === 'committed') done.push(verdict.entryId);
-      else (verdict.outcome === 'fenced' ? fenced : invalid).push(verdict);
+      if (verdict.outcome === 'committed' || verdict.outcome === 'duplicate') {
+        done.push(verdict.entryId);
+        if (verdict.outcome === 'duplicate') duplicates++;
+      } else (verdict.outcome === 'fenced' ? fenced : invalid).push(verdict);
     this.records.forget(done);
     this.context.counters.acked(done.length);
+    if (duplicates > 0) this.context.counters.skipped('duplicate', duplicates);
     const gone = done.concat(fenced.map((v) => v.entryId));
     if (fenced.length > 0) {
       this.records.discard(fenced.map((v) => v.entryId));
@@ -186,9 +193,10 @@ export class AckBuffer {
   }
 }
 
-/** `entry <id> (<why>)`, of the first few verdicts, and how many more. */
-function describe(verdicts: readonly CommitVerdict[]): string {
-  return firstFew(
-    verdicts.map((v) => `entry ${v.entryId}${v.outcome === 'committed' ? '' : ` (${v.why})`}`),
-  );
+/** A commit that wrote nothing and left its entry unacked here. */
+type RefusedCommit = Extract<CommitVerdict, { why: string }>;
+
+/** `entry <id> (<why>)`, of the first few refused commits, and how many more. */
+function describe(verdicts: readonly RefusedCommit[]): string {
+  return firstFew(verdicts.map((v) => `entry ${v.entryId} (${v.why})`));
 }

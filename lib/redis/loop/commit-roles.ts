@@ -34,6 +34,11 @@ export type CommitVerdict =
   /** Its writes are done and it is acked. */
   | { readonly entryId: string; readonly outcome: 'committed' }
   /**
+   * Its `dedup` record was there (an entry of the same branded id committed before, a copy
+   * another consumer handled at the same time): nothing written, acked.
+   */
+  | { readonly entryId: string; readonly outcome: 'duplicate' }
+  /**
    * Nothing written, not acked: `fenced`, it is no longer this consumer's delivery (`why`: not
    * pending, owned by another consumer, delivered again); `invalid`, a write could not run (`why`
    * names it), so none ran.

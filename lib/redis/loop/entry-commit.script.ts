@@ -19,6 +19,10 @@ export const COMMIT_COUNTER_LIMIT = 1e15;
  *   leave them. An entry that fails the check writes nothing and is not acked (its handler's
  *   error, retried and dead-lettered as any). The shebang without `allow-oom` makes Redis refuse
  *   the whole call at `maxmemory` before it writes anything.
+ * - **Once per branded id.** `seen` is the `dedup` record: when its key exists, an entry of the
+ *   same branded id committed before (a copy another consumer handled at the same time, before
+ *   either's look-up could see the other's record): the entry writes nothing and is acked, its
+ *   verdict `duplicate`.
  * - Entries commit in the order given, each seeing the writes of the ones before it.
  * - `max` is the `newerWins` record's compare-and-set: `value` (with its PX) written only when the
  *   key holds nothing or a smaller value (byte order, as branded ids sort), as the skip records'
@@ -27,9 +31,10 @@ export const COMMIT_COUNTER_LIMIT = 1e15;
  * KEYS[1] the source stream, then every key written (an operation names its key by index).
  * ARGV[1] the group, ARGV[2] the consumer, ARGV[3] how many entries; then per entry its id, the
  * delivery count its handler saw, how many operations, then each operation: its name (`xadd`,
- * `set`, `max`, `incrby`, `hset`, `del`), its key's index in KEYS, how many arguments, the
- * arguments (`xadd`: field, value, ...; `set` and `max`: value and PX ms, `0` for none; `incrby`:
- * the increment; `hset`: field, value; `del`: none). Returns per entry `ok`, `fenced:<why>` or `invalid:<why>`.
+ * `set`, `seen`, `max`, `incrby`, `hset`, `del`), its key's index in KEYS, how many arguments, the
+ * arguments (`xadd`: field, value, ...; `set`, `seen` and `max`: value and PX ms, `0` for none;
+ * `incrby`: the increment; `hset`: field, value; `del`: none). Returns per entry `ok`,
+ * `duplicate`, `fenced:<why>` or `invalid:<why>`.
  */
 export const ENTRY_COMMIT_SCRIPT = `#!lua
 local stream, group, consumer = KEYS[1], ARGV[1], ARGV[2]
@@ -50,7 +55,8 @@ local function stateOf(overlay, key)
   return state
 end
 
--- why the operations from ARGV[at] cannot all run; nil: they can
+-- why the operations from ARGV[at] cannot all run (nil: they can), and whether the entry is a
+-- duplicate (its dedup record is there)
 local function check(at, count)
   local overlay = {}
   for _ = 1, count do
@@ -82,6 +88,9 @@ local function check(at, count)
       overlay[key] = { kind = 'string', value = string.format('%d', value) }
     elseif op == 'set' then
       overlay[key] = { kind = 'string', value = ARGV[first] }
+    elseif op == 'seen' then
+      if stateOf(overlay, key).kind ~= 'none' then return nil, true end
+      overlay[key] = { kind = 'string', value = ARGV[first] }
     elseif op == 'max' then
       local state = stateOf(overlay, key)
       if state.kind ~= 'none' and state.kind ~= 'string' then
@@ -106,7 +115,7 @@ local function apply(at, count)
     local first = at + 3
     if op == 'xadd' then
       redis.call('XADD', key, '*', unpack(ARGV, first, first + n - 1))
-    elseif op == 'set' or op == 'max' then
+    elseif op == 'set' or op == 'seen' or op == 'max' then
       local current = op == 'max' and redis.call('GET', key)
       if not current or greater(ARGV[first], current) then
         if ARGV[first + 1] == '0' then redis.call('SET', key, ARGV[first])
@@ -144,9 +153,12 @@ for e = 1, tonumber(ARGV[3]) do
   elseif tonumber(row[4]) ~= deliveries then
     verdicts[e] = 'fenced:delivered ' .. row[4] .. ' times'
   else
-    local why = check(ops, count)
+    local why, duplicate = check(ops, count)
     if why then
       verdicts[e] = 'invalid:' .. why
+    elseif duplicate then
+      acked[#acked + 1] = id
+      verdicts[e] = 'duplicate'
     else
       apply(ops, count)
       acked[#acked + 1] = id

@@ -43,7 +43,7 @@ export class RedisEntryCommits implements EntryCommits {
       for (const write of writes) argv.push(...operationOf(write, indexOf(write.key)));
       for (const record of records) {
         const key = recordKeyOf(stream, group, record);
-        argv.push(record.kind === 'acked' ? 'set' : 'max', indexOf(key), 2, record.id);
+        argv.push(record.kind === 'acked' ? 'seen' : 'max', indexOf(key), 2, record.id);
         argv.push(record.ttlMs);
       }
     }
@@ -95,6 +95,7 @@ function operationOf(write: CommitWrite, key: number): Array<string | number> {
 /** One entry's verdict from the script's reply (`ok`, `fenced:<why>`, `invalid:<why>`). */
 function verdictOf(entryId: string, reply: string): CommitVerdict {
   if (reply === 'ok') return { entryId, outcome: 'committed' };
+  if (reply === 'duplicate') return { entryId, outcome: 'duplicate' };
   const at = reply.indexOf(':');
   const outcome = reply.slice(0, at) === 'fenced' ? 'fenced' : 'invalid';
   return { entryId, outcome, why: reply.slice(at + 1) };
