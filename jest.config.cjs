@@ -35,6 +35,9 @@ const SERIAL_E2E = [
 const PARALLEL_FAULTS = [
   'auth-acl-features', // the ACL LOG, the PEL and the skip counts of the option handlers
   'checkpoint-crash', // a checkpoint seen after a SIGKILL, its record gone after the ack
+  'effectively-once-chaos', // copies of each entry and the effects' counts after the chaos
+  'exactly-once-oracle', // copies of each entry and the counters' sums after the chaos
+  'exactly-once-oracle-cluster', // the same on a Cluster, through the outboxes
   'oracle', // the fault oracle against hand-made histories
   'released-deliveries', // what a graceful stop charges, counted in the PEL
   'retention-oracle', // trimmed only once handled and archived, from the ledger

@@ -8,6 +8,7 @@
  *
  * Environment:
  *   REDIS_URL          redis://127.0.0.1:<port>                                  (required)
+ *   CLUSTER_NODES      JSON [{ host, port }]: a Redis Cluster's startup nodes (REDIS_URL unused)
  *   CONSUMER_NAME      the consumer name in both groups                          (required)
  *   PIPELINE           JSON { a, b, c, sum1, sum2 }: the streams and counters    (required)
  *   EXACTLY_ONCE       '1': the stages write through m.tx (`exactlyOnce: true`); else they
@@ -24,19 +25,11 @@ import 'reflect-metadata';
 import * as fs from 'node:fs';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import pkg from '../../../dist/index.js';
+import { required } from './child-env.mjs';
 
 const { EchoStreamModule, StreamHandler, StreamProducer, ConsumerStats } = pkg;
-
-function required(name) {
-  const value = process.env[name];
-  if (!value) {
-    process.stderr.write(`pipeline-process: ${name} is required\n`);
-    process.exit(2);
-  }
-  return value;
-}
 
 const REDIS_URL = required('REDIS_URL');
 const NAME = required('CONSUMER_NAME');
@@ -45,6 +38,7 @@ const EXACTLY_ONCE = process.env.EXACTLY_ONCE === '1';
 const HANDLE_MS = Number(process.env.HANDLE_MS ?? 0);
 const DEFAULTS = JSON.parse(process.env.DEFAULTS ?? '{}');
 const SHUTDOWN_TIMEOUT_MS = Number(process.env.SHUTDOWN_TIMEOUT_MS ?? 5000);
+const CLUSTER_NODES = process.env.CLUSTER_NODES ? JSON.parse(process.env.CLUSTER_NODES) : null;
 
 function say(line) {
   // synchronous, so a SIGKILL right after cannot swallow it
@@ -53,7 +47,11 @@ function say(line) {
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // the at-least-once stages' own connection for their counters
-const counters = EXACTLY_ONCE ? null : new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+const counters = EXACTLY_ONCE
+  ? null
+  : CLUSTER_NODES
+    ? new Cluster(CLUSTER_NODES, { redisOptions: { maxRetriesPerRequest: null } })
+    : new Redis(REDIS_URL, { maxRetriesPerRequest: null });
 counters?.on('error', () => undefined);
 
 /** Stage `stage`: writes `payload` on to `next` and adds its amount to `sum`. */
@@ -96,7 +94,7 @@ class AppModule {}
 Module({
   imports: [
     EchoStreamModule.forRoot({
-      connection: REDIS_URL,
+      ...(CLUSTER_NODES ? { cluster: { nodes: CLUSTER_NODES } } : { connection: REDIS_URL }),
       consumerName: NAME,
       defaults: DEFAULTS,
       shutdownTimeoutMs: SHUTDOWN_TIMEOUT_MS,

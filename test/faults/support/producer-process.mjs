@@ -25,17 +25,9 @@ import * as fs from 'node:fs';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import pkg from '../../../dist/index.js';
+import { required } from './child-env.mjs';
 
 const { EchoStreamModule, StreamProducer, EchoStreamPublishError, brandedId } = pkg;
-
-function required(name) {
-  const value = process.env[name];
-  if (!value) {
-    process.stderr.write(`producer-process: ${name} is required\n`);
-    process.exit(2);
-  }
-  return value;
-}
 
 const REDIS_URL = required('REDIS_URL');
 const STREAM = required('STREAM');
