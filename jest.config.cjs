@@ -14,14 +14,10 @@
 
 /** e2e specs that run alone: Cluster set-ups and wall-clock bounds or per-window counts. */
 const SERIAL_E2E = [
-  // Redis Cluster: six servers per file, failovers timed by cluster-node-timeout
-  'cluster-pause-checkpoints',
+  // Redis Cluster with a failover timed by cluster-node-timeout, or a wall-clock bound
   'cluster-redirections',
-  'cluster-skips',
   'entry-commits-cluster',
   'cluster',
-  'idempotent-publish-cluster',
-  'lifecycle-cluster',
   // a deadline's upper bound, a retry's lateness, starts per rate window, commands per second
   'command-link',
   'many-handlers',

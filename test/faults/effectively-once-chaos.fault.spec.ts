@@ -19,7 +19,7 @@
  *     entry whose id the group ACKED; an entry whose ack died with its process was never acked,
  *     so it runs again: at least once is the floor, and the ledger shows exactly where.)
  *
- * Bounded: about 15 s of chaos, under a minute in all. `CHAOS_SECONDS=120` soaks longer (as the
+ * Bounded: about 12 s of chaos, under a minute in all. `CHAOS_SECONDS=120` soaks longer (as the
  * other chaos run); `CHAOS_SEED` replays the random choices (the seed is printed).
  */
 import * as path from 'node:path';
@@ -45,7 +45,7 @@ import {
 } from './support/oracle';
 import { ProducerProcess } from './support/producer-fleet';
 
-const CHAOS_SECONDS = Number(process.env.CHAOS_SECONDS ?? 15);
+const CHAOS_SECONDS = Number(process.env.CHAOS_SECONDS ?? 12);
 const SEED = Number(process.env.CHAOS_SEED ?? Date.now() % 2 ** 31);
 /** Ids per second per producer process. */
 const RATE = 60;

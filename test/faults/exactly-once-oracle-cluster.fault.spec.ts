@@ -7,11 +7,10 @@
  * past `minIdleMs` and woken (its late commits fenced, its forwarder waking to outputs already
  * forwarded). With `exactlyOnce: true` B and C hold exactly one entry per entry of A and the
  * counters (each in its source's slot) their exact sums. Under `ECHO_SOAK=1` the same chaos with
- * `exactlyOnce: false` shows the duplicates it prevents (the single-server oracle shows them in
- * every run). The single-server oracle adds the Redis restart and the cut links, which the
+ * `exactlyOnce: false` shows the duplicates it prevents. The single-server oracle adds the Redis restart and the cut links, which the
  * Cluster harness has no proxy for.
  *
- * About 10 s of chaos. `CHAOS_SECONDS` runs longer; `CHAOS_SEED` replays the choices.
+ * About 8 s of chaos. `CHAOS_SECONDS` runs longer; `CHAOS_SEED` replays the choices.
  */
 import { keySlot } from '../../lib/redis/connection/cluster-routing';
 import { outboxKeyOf } from '../../lib/redis/package-keys';
@@ -27,7 +26,7 @@ import {
   type PipelineRun,
 } from './support/pipeline-oracle';
 
-const CHAOS_SECONDS = Number(process.env.CHAOS_SECONDS ?? 10);
+const CHAOS_SECONDS = Number(process.env.CHAOS_SECONDS ?? 8);
 const SEED = Number(process.env.CHAOS_SEED ?? Date.now() % 2 ** 31);
 
 let cluster: RedisCluster;
