@@ -146,7 +146,7 @@ export class RedisStreamsClient
     this.partitions = new RedisPartitionLeases(this.commandLink);
     this.pendingProbes = new RedisPendingProbes(this.commandLink, isCluster(redis));
     this.commits = new RedisEntryCommits(this.commandLink, isCluster(redis));
-    this.outboxes = new RedisTransactionOutboxes(this.commandLink, this.writes);
+    this.outboxes = new RedisTransactionOutboxes(this.queries, this.writes);
   }
 
   /**

@@ -9,6 +9,7 @@
 import type { Redis } from 'ioredis';
 import { OutboxForwarder } from '../../lib/consumer/commit';
 import type { CommandLink } from '../../lib/redis/connection/command-link';
+import { RedisStreamQueries } from '../../lib/redis/operator';
 import { outboxKeyOf } from '../../lib/redis/package-keys';
 import {
   outboxFieldsOf,
@@ -30,7 +31,10 @@ beforeAll(async () => {
   server = await RedisServer.start();
   admin = server.client();
   link = await openCommandLink({ connection: server.url, cluster: undefined });
-  outboxes = new RedisTransactionOutboxes(link, new RedisStreamWrites(link));
+  outboxes = new RedisTransactionOutboxes(
+    new RedisStreamQueries(link),
+    new RedisStreamWrites(link),
+  );
 });
 afterAll(async () => {
   await link.close();

@@ -1,4 +1,4 @@
-import { type CommandLink, parseEntry } from '../connection';
+import type { StreamQueries, StreamWrites } from '../stream-roles';
 import type { IdempotentWrites } from './idempotent-roles';
 import type { MalformedOutboxItem, OutboxItem, TransactionOutboxes } from './outbox-roles';
 
@@ -24,11 +24,14 @@ function itemOf(outboxId: string, flat: readonly string[]): OutboxItem | Malform
   return { outboxId, target, id, fields };
 }
 
-/** The outboxes on one command link; the forward is the producer's idempotent write. */
+/**
+ * The outboxes, on the client's own commands: XRANGE (`StreamQueries.range`), the producer's
+ * idempotent write (`IdempotentWrites.addIdempotent`) and XDEL (`StreamWrites.remove`).
+ */
 export class RedisTransactionOutboxes implements TransactionOutboxes {
   constructor(
-    private readonly link: CommandLink,
-    private readonly writes: Pick<IdempotentWrites, 'addIdempotent'>,
+    private readonly queries: Pick<StreamQueries, 'range'>,
+    private readonly writes: Pick<IdempotentWrites, 'addIdempotent'> & Pick<StreamWrites, 'remove'>,
   ) {}
 
   async read(
@@ -37,18 +40,8 @@ export class RedisTransactionOutboxes implements TransactionOutboxes {
     count: number,
   ): Promise<Array<OutboxItem | MalformedOutboxItem>> {
     const start = after === '-' ? '-' : `(${after}`;
-    const reply = (await this.link.send([
-      'XRANGE',
-      outbox,
-      start,
-      '+',
-      'COUNT',
-      count,
-    ])) as unknown[];
-    return reply.map((raw) => {
-      const { entryId, fields } = parseEntry(raw);
-      return itemOf(entryId, fields ?? []);
-    });
+    const entries = await this.queries.range(outbox, start, '+', count);
+    return entries.map(({ entryId, fields }) => itemOf(entryId, fields ?? []));
   }
 
   async forward(target: string, items: readonly OutboxItem[], windowMs: number): Promise<void> {
@@ -56,6 +49,6 @@ export class RedisTransactionOutboxes implements TransactionOutboxes {
   }
 
   async remove(outbox: string, outboxIds: readonly string[]): Promise<void> {
-    if (outboxIds.length > 0) await this.link.send(['XDEL', outbox, ...outboxIds]);
+    await this.writes.remove(outbox, outboxIds);
   }
 }
