@@ -218,6 +218,11 @@ export async function runPipeline(
     while (chaosOn) {
       await sleep(KILL_EVERY_MS * (0.5 + random()));
       if (!chaosOn) break;
+      // sampled before the victim is chosen: no await between the choice and the kill, in which
+      // the freeze could take the same process
+      let held = 0;
+      for (const key of target.sampledAtKills ?? []) held += await redis.xlen(key).catch(() => 0);
+      heldAtKill = Math.max(heldAtKill, held);
       // a busy victim: entries in hand, their effects perhaps written, not yet acked
       const deadline = Date.now() + 500;
       let victim = busy();
@@ -225,9 +230,6 @@ export async function runPipeline(
         await sleep(10);
         victim = busy();
       }
-      let held = 0;
-      for (const key of target.sampledAtKills ?? []) held += await redis.xlen(key).catch(() => 0);
-      heldAtKill = Math.max(heldAtKill, held);
       const others = killable();
       await supervisor.killAndRestart(victim ?? others[Math.floor(random() * others.length)]);
     }
