@@ -23,7 +23,7 @@ export {
   EchoStreamConnectionError,
   type ConnectionErrorFields,
 } from './errors/echo-stream-connection.error';
-export type { RedisFailureReason } from './interfaces/redis-link-status.interface';
+export type { RedisFailureReason } from './interfaces/redis-server.interface';
 export {
   EchoStreamPublishError,
   type PublishErrorFields,

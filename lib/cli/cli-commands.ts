@@ -2,7 +2,7 @@ import { letters, planRedrive, printPlan } from './redrive-plan';
 import type { CommandContext } from './command-context';
 import { fieldsToRecord } from '../codec/codecs';
 import { fieldsText } from '../codec/fields-text';
-import { duration, safeText, table } from './format';
+import { duration, featureLine, safeText, table } from './format';
 import { inspectPartitioned } from './partition-inspect';
 import { CliError } from './cli-error';
 import {
@@ -77,9 +77,10 @@ export const COMMANDS: Record<string, CommandSpec> = {
       if ((await ctx.browser.keyType(stream)) === 'none' && (await inspectPartitioned(ctx, stream)))
         return;
       await requireStream(ctx, stream);
-      const [length, groups] = await Promise.all([
+      const [length, groups, features] = await Promise.all([
         ctx.client.length(stream),
         ctx.client.groups(stream),
+        ctx.stats.serverFeatures(),
       ]);
       const inspected = await Promise.all(
         groups.map(async (g) => {
@@ -95,8 +96,12 @@ export const COMMANDS: Record<string, CommandSpec> = {
           };
         }),
       );
-      if (ctx.json) return ctx.out(JSON.stringify({ stream, length, groups: inspected }));
+      if (ctx.json)
+        return ctx.out(
+          JSON.stringify({ stream, length, groups: inspected, serverFeatures: features }),
+        );
       ctx.out(`stream ${safeText(stream)}: ${length} entries, ${groups.length} group(s)`);
+      ctx.out(`server features: ${featureLine(features)}`);
       if (inspected.length === 0) return;
       ctx.out(
         table(

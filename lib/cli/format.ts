@@ -1,3 +1,4 @@
+import type { ServerFeatureReport } from '../interfaces/redis-server.interface';
 /** Text output of the CLI: aligned tables, short durations, and text a terminal shows as it is. */
 
 /** Columns whose header is listed here are right-aligned (numbers). */
@@ -60,4 +61,15 @@ export function safeText(text: string): string {
  */
 export function printable(text: string): string {
   return text.replace(HIDDEN_BUT_NEWLINE, escaped);
+}
+
+/**
+ * The newer server verbs as `inspect` shows them: what the server answers, and which of them the
+ * module uses where an option asks for them (`deleteOnAck`: XACKDEL).
+ */
+export function featureLine(report: ServerFeatureReport): string {
+  if (report.error !== undefined) return `unknown (${safeText(report.error)})`;
+  if (report.available.length === 0) return 'none (the Redis 7 path)';
+  const used = report.used.length > 0 ? report.used.join(', ') : 'none';
+  return `${report.available.join(', ')} (used where an option asks: ${used})`;
 }

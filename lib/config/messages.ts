@@ -1,3 +1,5 @@
+import type { ServerFeatureReport } from '../interfaces/redis-server.interface';
+
 /** Message texts of the package, from one place. */
 export const messages = {
   badStreamArgument: (decorator: string, what: string, value: unknown) =>
@@ -32,6 +34,19 @@ export const messages = {
   evictionPolicy: (policy: string) =>
     `Redis maxmemory-policy is '${policy}': under memory pressure Redis may evict streams and ` +
     `consumer groups (entries lost). Use 'noeviction' for streams you cannot lose`,
+  /** The one line at start naming the newer server's verbs in use (`ServerFeatureReport`). */
+  serverFeatures: (report: ServerFeatureReport) => {
+    if (report.mode === 'baseline')
+      return `Server features: none used (serverFeatures: 'baseline')`;
+    if (report.error !== undefined)
+      return `Server features: none used (the server could not be asked: ${report.error})`;
+    const others = report.available.filter((f) => !report.used.includes(f));
+    const parts = [
+      `${report.used.length > 0 ? report.used.join(', ') : 'none'} in use`,
+      ...(others.length > 0 ? [`${others.join(', ')} answered, not used by this version`] : []),
+    ];
+    return `Server features: ${parts.join('; ')}`;
+  },
 };
 
 function describe(value: unknown): string {

@@ -20,6 +20,7 @@ import type {
   EchoStreamModuleOptions,
 } from '../interfaces/module-options.interface';
 import type { StreamHandlerOptions } from '../interfaces/stream-handler-options.interface';
+import type { ServerFeatureMode } from '../interfaces/redis-server.interface';
 import {
   checkConsumerCleanup,
   LIFECYCLE_DEFAULTS,
@@ -44,6 +45,8 @@ export interface ResolvedModuleOptions {
   /** `producer.partitions`: the partition count of each partitioned stream published to. */
   producerPartitions: Readonly<Record<string, number>>;
   idempotencyWindowMs: number;
+  /** `serverFeatures`: `'baseline'` takes the Redis 7 path on any server. */
+  serverFeatures: ServerFeatureMode;
   /** Retention rules, validated (docs/operations.md "Retention and archive"). */
   retention: ResolvedRetentionRule[];
   retentionIntervalMs: number;
@@ -57,6 +60,7 @@ export const MODULE_DEFAULTS = {
   sharedReads: true,
   publishTimeoutMs: 2000,
   idempotencyWindowMs: 600_000,
+  serverFeatures: 'auto',
 } as const;
 
 /**
@@ -81,6 +85,7 @@ export const HANDLER_DEFAULTS = {
   partitions: null,
   partitionLeaseMs: 10_000,
   exactlyOnce: false,
+  deleteOnAck: false,
 } as const;
 
 const HANDLER_OPTION_NAMES: ReadonlyArray<keyof StreamHandlerOptions> = [
@@ -103,6 +108,7 @@ const HANDLER_OPTION_NAMES: ReadonlyArray<keyof StreamHandlerOptions> = [
   'partitions',
   'partitionLeaseMs',
   'exactlyOnce',
+  'deleteOnAck',
 ];
 
 const MODULE_OPTION_NAMES: ReadonlyArray<keyof EchoStreamModuleOptions> = [
@@ -117,6 +123,7 @@ const MODULE_OPTION_NAMES: ReadonlyArray<keyof EchoStreamModuleOptions> = [
   'publishTimeoutMs',
   'producer',
   'idempotencyWindowMs',
+  'serverFeatures',
   'retention',
   'retentionIntervalMs',
 ];
@@ -179,6 +186,12 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
   }
   const idempotencyWindowMs = options.idempotencyWindowMs ?? MODULE_DEFAULTS.idempotencyWindowMs;
   checkInteger(where, 'idempotencyWindowMs', idempotencyWindowMs, 1);
+  const serverFeatures = options.serverFeatures ?? MODULE_DEFAULTS.serverFeatures;
+  if (serverFeatures !== 'auto' && serverFeatures !== 'baseline') {
+    throw new EchoStreamConfigError(
+      messages.badOption(where, 'serverFeatures', "'auto' or 'baseline'", serverFeatures),
+    );
+  }
   const defaults = options.defaults ?? {};
   checkHandlerOptions(`${where} defaults`, defaults);
   const retention = resolveRetention(where, options.retention, options.retentionIntervalMs);
@@ -195,6 +208,7 @@ export function resolveOptions(options: EchoStreamModuleOptions = {}): ResolvedM
     idempotentPublish,
     producerPartitions,
     idempotencyWindowMs,
+    serverFeatures,
     retention: retention.rules,
     retentionIntervalMs: retention.intervalMs,
   };
@@ -279,6 +293,11 @@ export function checkHandlerOptions(where: string, options: Partial<StreamHandle
   }
   checkPartitionOptions(where, o);
   checkExactlyOnce(where, o);
+  if (o.deleteOnAck !== undefined && ![true, false, 'acked-by-all'].includes(o.deleteOnAck)) {
+    throw new EchoStreamConfigError(
+      messages.badOption(where, 'deleteOnAck', "true, false or 'acked-by-all'", o.deleteOnAck),
+    );
+  }
   if (o.codec !== undefined) {
     try {
       resolveCodec(o.codec);

@@ -1,4 +1,4 @@
-import type { RedisFailureReason } from '../interfaces/redis-link-status.interface';
+import type { RedisFailureReason } from '../interfaces/redis-server.interface';
 
 /** The fields of an {@link EchoStreamConnectionError}. */
 export interface ConnectionErrorFields {

@@ -1,5 +1,5 @@
 import type { ConsumerState } from './consumer-snapshot.interface';
-import type { RedisLinkStatus } from './redis-link-status.interface';
+import type { RedisLinkStatus } from './redis-server.interface';
 
 // NOTE: type aliases, not interfaces: only object literal types are assignable to
 // @nestjs/terminus's `HealthIndicatorResult` (an index signature), interfaces are not.

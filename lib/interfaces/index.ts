@@ -8,7 +8,7 @@ export * from './module-options.interface';
 export * from './publish.interface';
 export * from './stream-handler-options.interface';
 export * from './stream-message.interface';
-export * from './redis-link-status.interface';
+export * from './redis-server.interface';
 export * from './lifecycle.interface';
 export * from './delivery-control.interface';
 export * from './stream-transaction.interface';

@@ -1,3 +1,4 @@
+import type { ServerFeatureMode } from './redis-server.interface';
 import type { ClusterNode, ClusterOptions, RedisOptions } from 'ioredis';
 import type { RetentionRule } from './lifecycle.interface';
 import type { EchoStreamMetricsOptions } from './metrics-options.interface';
@@ -76,6 +77,14 @@ export interface EchoStreamModuleOptions {
    * @see docs/publishing.md "Idempotent publish"
    */
   idempotencyWindowMs?: number;
+  /**
+   * `'auto'`: use a newer server's verbs where the module has them in use and they keep the same
+   * guarantee (XACKDEL for `deleteOnAck`), asked once per connection (every master of a Cluster);
+   * `'baseline'`: the Redis 7 path on any server.
+   * @default 'auto'
+   * @see docs/compatibility.md "Server features"
+   */
+  serverFeatures?: ServerFeatureMode;
   /**
    * Safe retention: per stream, trim entries older than `maxAgeMs` and/or beyond the newest
    * `maxLen`, never one that a group of the stream has not acknowledged yet.

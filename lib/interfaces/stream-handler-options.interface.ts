@@ -140,4 +140,16 @@ export interface StreamHandlerOptions {
    * @see docs/exactly-once.md
    */
   exactlyOnce: boolean;
+  /**
+   * Removes acknowledged entries from the stream, so a stream used as a work queue needs no
+   * trimming. `true`: each entry with its XACK (XACKDEL on Redis >= 8.2, XACK + XDEL in one
+   * round trip before); refused at bootstrap when the stream has another group, and a group added
+   * later turns it into `'acked-by-all'` with a warning. `'acked-by-all'`: an entry once every
+   * group of the stream has acknowledged it, within 5 s of the last group's acknowledgement.
+   * Dead-lettered entries go too (their copy is in the dead-letter stream). Not with an archive
+   * handler (`@StreamArchive`), which must read what the groups acknowledged.
+   * @default false
+   * @see docs/delivery.md "Deleting acknowledged entries"
+   */
+  deleteOnAck: boolean | 'acked-by-all';
 }

@@ -11,7 +11,8 @@ import type { RawEntry } from './connection/reply-shapes';
 export type { RawEntry } from './connection/reply-shapes';
 export type { ConnectionMonitor } from './connection/connection-monitor';
 import type { PartitionLeases, PendingProbes } from './partitions/partition-roles';
-import type { AlongAck, SkipRecords } from './loop/ack-roles';
+import type { AlongAck, EntryDeletions, SkipRecords } from './loop/ack-roles';
+import type { ServerFeatureReport } from '../interfaces/redis-server.interface';
 import type { EntryCommits } from './loop/commit-roles';
 import type { TransactionOutboxes } from './publish/outbox-roles';
 export type {
@@ -23,6 +24,8 @@ export type {
 export type {
   AlongAck,
   AckRecordingReply,
+  DeletionSweep,
+  EntryDeletions,
   SkipQuery,
   SkipRecord,
   SkipRecords,
@@ -356,4 +359,8 @@ export interface StreamsClient
   readonly commits?: EntryCommits;
   /** The outboxes of exactly-once publishes to other Cluster slots; without them: none forwarded. */
   readonly outboxes?: TransactionOutboxes;
+  /** `deleteOnAck: 'acked-by-all'`: the sweep of entries every group acknowledged. */
+  readonly deletions?: EntryDeletions;
+  /** The newer server's verbs this connection's server answers and those in use (asked once). */
+  serverFeatures?(): Promise<ServerFeatureReport>;
 }

@@ -9,6 +9,7 @@ import {
   type ConnectionPurpose,
   type ConnectionTarget,
   TopologyWatch,
+  ServerFeatures,
 } from './connection';
 import {
   RedisLifecycleClient,
@@ -23,6 +24,7 @@ import {
   ParkedReads,
   RedisPendingProbes,
   RedisEntryCommits,
+  RedisEntryDeletions,
 } from './loop';
 import { RedisPartitionLeases } from './partitions';
 import type {
@@ -36,6 +38,7 @@ import type {
   StreamWrites,
 } from './stream-roles';
 import { type IdempotentWrites, RedisStreamWrites, RedisTransactionOutboxes } from './publish';
+import type { ServerFeatureMode, ServerFeatureReport } from '../interfaces/redis-server.interface';
 
 // The names this file exported before the Redis layer was cut by role, kept so importers move at
 // their own pace: the roles and their data (stream-roles.ts), the error predicates
@@ -79,6 +82,11 @@ export interface OpenStreamsClientOptions {
    * @default 10000
    */
   commandDeadlineMs?: number;
+  /**
+   * The module option `serverFeatures`: `'baseline'` takes the Redis 7 path on any server.
+   * @default 'auto'
+   */
+  serverFeatures?: ServerFeatureMode;
 }
 
 /** The parameters of a role's method (optional members included). */
@@ -118,6 +126,10 @@ export class RedisStreamsClient
   readonly commits: RedisEntryCommits;
   /** The outboxes of exactly-once publishes to other Cluster slots, forwarded idempotently. */
   readonly outboxes: RedisTransactionOutboxes;
+  /** `deleteOnAck: 'acked-by-all'`: the sweep of entries every group acknowledged, on this link. */
+  readonly deletions: RedisEntryDeletions;
+  /** The newer server's verbs (docs/compatibility.md "Server features"), asked once. */
+  private readonly features: ServerFeatures;
   private readonly reconnectListeners = new Set<() => void>();
   private listeningForReady = false;
   /** On a Cluster, once a loop listens: tells when the slot map changed. */
@@ -129,23 +141,27 @@ export class RedisStreamsClient
    * @param redis the connection; this client owns it and closes it in `close()`.
    * @param control another connection, used to `CLIENT UNBLOCK` a parked read.
    * @param commandDeadlineMs deadline of every non-blocking command.
+   * @param serverFeatures the module option `serverFeatures`.
    */
   constructor(
     private readonly redis: RedisConnection,
     control?: RedisConnection,
     commandDeadlineMs = DEFAULT_COMMAND_DEADLINE_MS,
+    serverFeatures: ServerFeatureMode = 'auto',
   ) {
     this.commandLink = new CommandLink(redis, commandDeadlineMs);
     this.link = this.commandLink.monitor;
+    this.features = new ServerFeatures(this.commandLink, serverFeatures);
     this.reads = new ParkedReads(this.commandLink, control);
     this.queries = new RedisStreamQueries(this.commandLink);
-    this.commands = new RedisLoopCommands(this.commandLink, this.queries);
+    this.commands = new RedisLoopCommands(this.commandLink, this.queries, this.features);
     this.writes = new RedisStreamWrites(this.commandLink);
     this.pauses = new RedisGroupPauses(this.commandLink, isCluster(redis));
     this.checkpoints = new RedisEntryCheckpoints(this.commandLink);
     this.partitions = new RedisPartitionLeases(this.commandLink);
     this.pendingProbes = new RedisPendingProbes(this.commandLink, isCluster(redis));
     this.commits = new RedisEntryCommits(this.commandLink, isCluster(redis));
+    this.deletions = new RedisEntryDeletions(this.commandLink, this.features);
     this.outboxes = new RedisTransactionOutboxes(this.queries, this.writes);
   }
 
@@ -163,7 +179,13 @@ export class RedisStreamsClient
       createConnection(target, purpose, onError),
       options.wakeVia?.redis,
       options.commandDeadlineMs,
+      options.serverFeatures,
     );
+  }
+
+  /** The newer server's verbs this connection's server answers and those the module uses. */
+  serverFeatures(): Promise<ServerFeatureReport> {
+    return this.features.report();
   }
 
   onReconnect(listener: () => void): () => void {

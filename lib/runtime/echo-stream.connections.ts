@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/commo
 import { errorText } from '../codec/codecs';
 import { ECHO_STREAM_OPTIONS } from '../config/constants';
 import type { ResolvedModuleOptions } from '../config/module-options';
-import type { RedisLinkStatus } from '../interfaces/redis-link-status.interface';
+import type { RedisLinkStatus } from '../interfaces/redis-server.interface';
 import {
   type ConnectionMonitor,
   OutageReporter,
@@ -86,6 +86,9 @@ export class EchoStreamConnections implements OnApplicationShutdown {
     const onError = (err: Error): void => {
       this.logger.debug(`Redis connection (${purpose}): ${errorText(err)}`);
     };
-    return RedisStreamsClient.open(this.options, purpose, onError, { wakeVia });
+    return RedisStreamsClient.open(this.options, purpose, onError, {
+      wakeVia,
+      serverFeatures: this.options.serverFeatures,
+    });
   }
 }

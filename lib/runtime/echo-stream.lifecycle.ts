@@ -9,6 +9,7 @@ import {
 } from '@nestjs/common';
 import { resolveCodec } from '../codec/codecs';
 import { StreamArchiveExplorer } from '../discovery/echo-stream-archive.explorer';
+import { checkDeleteOnAckPlan } from './delete-on-ack-checks';
 import { EchoStreamConnections } from './echo-stream.connections';
 import { ECHO_STREAM_OPTIONS } from '../config/constants';
 import { EchoStreamExplorer } from '../discovery/echo-stream.explorer';
@@ -61,7 +62,8 @@ export class EchoStreamLifecycle
   ) {}
 
   /**
-   * Checks the archive methods against the rules and the cleanup options (a mismatch fails before
+   * Checks the archive methods against the rules, `deleteOnAck` against the archive methods and
+   * the other groups of the app, and the cleanup options (a mismatch fails before
    * any loop starts: the explorers ran their own `onModuleInit` first, being registered earlier).
    */
   onModuleInit(): void {
@@ -75,6 +77,10 @@ export class EchoStreamLifecycle
         );
       }
     }
+    checkDeleteOnAckPlan(
+      this.explorer.handlers.map((definition) => ({ definition, options: definition.resolved })),
+      (stream) => this.archives.byStream.get(stream),
+    );
     this.cleanups = this.planCleanups();
   }
 

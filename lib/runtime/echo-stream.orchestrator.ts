@@ -26,6 +26,7 @@ import { messages } from '../config/messages';
 import type { ResolvedModuleOptions } from '../config/module-options';
 import { ConsumerRegistry, type ConsumerLoop } from './echo-stream.registry';
 import { checkPartitionCounts } from './partition-counts';
+import { checkDeleteOnAckGroups } from './delete-on-ack-checks';
 import { HandlerPipelineFactory } from '../handlers/handler-pipeline.factory';
 import { ConsumerTracing } from '../tracing/consumer-tracing';
 import { loadOtel } from '../tracing/otel-api';
@@ -75,14 +76,17 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
   ) {}
 
   /**
-   * Validates every handler's options (a bad one fails bootstrap) and the partition count of each
-   * partitioned stream against the stored one, then starts unless `autoStart: false`.
+   * Validates every handler's options (a bad one fails bootstrap), the partition count of each
+   * partitioned stream against the stored one and the groups of a `deleteOnAck: true` stream,
+   * then starts unless `autoStart: false`.
    */
   async onApplicationBootstrap(): Promise<void> {
     const planned = this.plan();
     // only an app with a partitioned handler opens the shared connection here
     if (planned.some((p) => p.options.partitions !== null))
       await checkPartitionCounts(this.connections.client.partitions, planned);
+    if (planned.some((p) => p.options.deleteOnAck === true))
+      await checkDeleteOnAckGroups(this.connections.client, planned);
     if (this.options.autoStart) this.start();
   }
 
@@ -103,6 +107,7 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
         `Started ${count} consumer loop(s) as consumer '${this.options.consumerName}'`,
       );
       void this.checkEvictionPolicy();
+      void this.reportServerFeatures();
     }
   }
 
@@ -223,6 +228,11 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
       partitionOf: (partitionStream) => this.connections.readPartitionOf(partitionStream),
       warn: (text) => this.logger.warn(text),
     });
+  }
+
+  /** Names the newer server's verbs in use, once at start (docs/compatibility.md). */
+  private async reportServerFeatures(): Promise<void> {
+    this.logger.log(messages.serverFeatures(await this.connections.client.serverFeatures()));
   }
 
   /** Streams and groups can be evicted under any policy but `noeviction`: say so once at start. */

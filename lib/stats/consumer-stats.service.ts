@@ -5,7 +5,8 @@ import { ECHO_STREAM_LIFECYCLE } from '../config/constants';
 import type { EchoStreamLifecycle } from '../runtime/echo-stream.lifecycle';
 import { ConsumerRegistry } from '../runtime/echo-stream.registry';
 import type { ConsumerSnapshot, GroupInspection } from '../interfaces/consumer-snapshot.interface';
-import type { RedisLinkStatus } from '../interfaces/redis-link-status.interface';
+import type { RedisLinkStatus } from '../interfaces/redis-server.interface';
+import type { ServerFeatureReport } from '../interfaces/redis-server.interface';
 import type { PartitionLeases } from '../redis/stream-roles';
 import type { RetentionReport } from '../interfaces/lifecycle.interface';
 import { entryIdMs } from '../codec/entry-id';
@@ -71,6 +72,16 @@ export class ConsumerStats {
    */
   connection(): RedisLinkStatus {
     return this.connections.sharedLinkStatus();
+  }
+
+  /**
+   * The newer server verbs (CLAIM, IDMP, XACKDEL) the server of the app's shared connection
+   * answers (every master of a Cluster), those this version uses where an option asks for them,
+   * and the module option `serverFeatures` (docs/compatibility.md "Server features"). Asked once
+   * per connection.
+   */
+  serverFeatures(): Promise<ServerFeatureReport> {
+    return this.connections.client.serverFeatures();
   }
 
   /**

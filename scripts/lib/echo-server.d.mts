@@ -6,7 +6,7 @@ export interface FetchedServer {
   series: string;
 }
 export declare const FETCHED_SERVERS: Readonly<
-  Record<'valkey8' | 'valkey9' | 'redis8', FetchedServer>
+  Record<'valkey8' | 'valkey9' | 'redis8' | 'redis86', FetchedServer>
 >;
 export type ServerName = 'redis7' | keyof typeof FETCHED_SERVERS;
 export declare const SERVER_NAMES: readonly ServerName[];

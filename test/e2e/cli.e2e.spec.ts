@@ -11,6 +11,7 @@ import type { Redis } from 'ioredis';
 import { CLI_BIN as BIN, runCliProcess as cli, type CliRun as Run } from '../support/cli-process';
 import { freePort, RedisServer, stopAllRedisServers } from '../support/redis-server';
 import { waitFor } from '../support/wait-for';
+import { chosenServer } from '../../scripts/lib/echo-server.mjs';
 
 let server: RedisServer;
 let redis: Redis;
@@ -120,6 +121,12 @@ describe('echo-stream CLI commands', () => {
     });
     const text = await cli(['--url', server.url, 'inspect', stream]);
     expect(text.stdout).toContain(`stream ${stream}: 5 entries, 2 group(s)`);
+    // the newer server verbs: Redis 8.6 answers all three, the others (the Redis 7 path) none
+    expect(text.stdout).toContain(
+      chosenServer() === 'redis86'
+        ? 'server features: CLAIM, IDMP, XACKDEL (used where an option asks: XACKDEL)'
+        : 'server features: none (the Redis 7 path)',
+    );
     expect(text.stdout).toMatch(
       /^GROUP\s+CONSUMERS\s+PENDING\s+LAG\s+OLDEST PENDING\s+DEAD LETTERS$/m,
     );

@@ -3,7 +3,9 @@
  * docs/delivery.md "Duplicates and stale replays"): the records live in the stream's hash slot,
  * are written in the XACK's script call on the stream's own master, and the look-up of a read
  * sent ahead rides in that call; a backlog with each id published twice, and each key's older
- * entry after its newer one, runs every id once and no stale entry.
+ * entry after its newer one, runs every id once and no stale entry. Also `deleteOnAck`
+ * (docs/delivery.md "Deleting acknowledged entries") on streams of two masters, and the newer
+ * server verbs asked of every master.
  */
 import 'reflect-metadata';
 import { Injectable, Module, type INestApplicationContext, type Type } from '@nestjs/common';
@@ -20,6 +22,7 @@ import { keySlot } from '../../lib/redis/connection/cluster-routing';
 import { RedisCluster } from '../support/redis-cluster';
 import { stopAllRedisServers } from '../support/redis-server';
 import { waitFor } from '../support/wait-for';
+import { chosenServer } from '../../scripts/lib/echo-server.mjs';
 
 const GROUP = 'g';
 const BATCH = 20;
@@ -128,4 +131,54 @@ it("dedup and newerWins on two streams of different masters: every id runs once,
   const newestKey = `{${newerStream}}:echo-newest::${GROUP}:acct-0-0`;
   expect(keySlot(newestKey)).toBe(keySlot(newerStream));
   expect(await redis.get(newestKey)).toMatch(/^[0-9a-z]{24}$/);
+});
+
+it("deleteOnAck on a stream of each master (true, and 'acked-by-all' beside a plain group): the acks and the sweep reach each stream's master; every master is asked for its verbs", async () => {
+  await app?.close();
+  const streams = await Promise.all(
+    cluster.servers.map(async (master, i) => {
+      for (let n = 0; ; n++) {
+        const name = `doa-${process.pid}-${i}-${n}`;
+        if ((await cluster.masterFor(name)) === master) return name;
+      }
+    }),
+  );
+  const [whole, shared] = streams;
+  await redis.xgroup('CREATE', shared, 'other', '0', 'MKSTREAM');
+  @Injectable()
+  class Handlers {
+    @StreamHandler(whole, GROUP, { deleteOnAck: true })
+    onWhole(): void {}
+    @StreamHandler(shared, GROUP, { deleteOnAck: 'acked-by-all' })
+    onShared(): void {}
+  }
+  @Module({
+    imports: [EchoStreamModule.forRoot({ cluster: { nodes: cluster.nodes }, consumerName: 'c2' })],
+    providers: [Handlers as Type],
+  })
+  class AppModule {}
+  app = await NestFactory.createApplicationContext(AppModule, { logger: false });
+  await app.init();
+  for (let n = 0; n < 10; n++) {
+    await redis.xadd(whole, '*', 'id', `w-${n}`, 'data', '{}');
+    await redis.xadd(shared, '*', 'id', `s-${n}`, 'data', '{}');
+  }
+  await waitFor(async () => (await redis.xlen(whole)) === 0, { message: `${whole} emptied` });
+  await waitFor(async () => Number(((await redis.xpending(shared, GROUP)) as [number])[0]) === 0, {
+    message: `${shared} acked`,
+  });
+  expect(await redis.xlen(shared)).toBe(10); // 'other' has yet to read them
+  const read = (await redis.xreadgroup('GROUP', 'other', 'w', 'STREAMS', shared, '>')) as Array<
+    [string, Array<[string, string[]]>]
+  >;
+  await redis.xack(shared, 'other', ...read[0][1].map(([id]) => id));
+  await waitFor(async () => (await redis.xlen(shared)) === 0, {
+    timeoutMs: 8000,
+    message: `${shared} emptied after the last group's acks`,
+  });
+  const features = await app.get(ConsumerStats).serverFeatures();
+  expect(features.error).toBeUndefined();
+  expect(features.available).toEqual(
+    chosenServer() === 'redis86' ? ['CLAIM', 'IDMP', 'XACKDEL'] : [],
+  );
 });

@@ -13,6 +13,8 @@
  *                +client|setname (connection names in CLIENT LIST; ignored without it)
  *                +xinfo|groups (tells an existing group from a missing one when Redis answers
  *                XGROUP CREATE with OOM at maxmemory)
+ *                +command|docs +command|info (the newer server verbs, asked once per connection;
+ *                without them the Redis 7 path, said in the line at start)
  * The producer needs +xadd, the admin (redrive) +xrange +xadd +xdel, the stats +xinfo +xlen
  * +xpending on top.
  */

@@ -11,6 +11,7 @@ import { createConnection } from '../../lib/redis/connection/redis-connection.fa
 import type { StreamHandlerOptions } from '../../lib/interfaces/stream-handler-options.interface';
 import type { DeadLetterMessage } from '../../lib/interfaces/dead-letter-message.interface';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
+import type { ServerFeatureMode } from '../../lib/interfaces/redis-server.interface';
 
 /** A logger that keeps lines, for assertions (and prints errors when DEBUG_TESTS is set). */
 export class MemoryLogger implements ConsumerLogger {
@@ -56,6 +57,8 @@ export interface TestConsumerOptions {
   batchHandle?: (messages: StreamMessage<unknown>[]) => unknown;
   options?: Partial<StreamHandlerOptions>;
   deadLetters?: Array<(letter: DeadLetterMessage) => unknown>;
+  /** The module option `serverFeatures` of the loop's client (default `'auto'`). */
+  serverFeatures?: ServerFeatureMode;
 }
 
 /** A StreamConsumer on its own connections to a test server, plus the logger it writes to. */
@@ -73,7 +76,7 @@ export function makeConsumer(opts: TestConsumerOptions): {
     'loop',
     () => undefined,
   );
-  const client = new RedisStreamsClient(loopConnection, control, 2000);
+  const client = new RedisStreamsClient(loopConnection, control, 2000, opts.serverFeatures);
   const handler: EntryHandler = opts.batchHandle
     ? { batch: true, call: opts.batchHandle as never }
     : { batch: false, call: opts.handle ?? (() => undefined) };

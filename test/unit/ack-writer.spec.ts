@@ -95,3 +95,47 @@ describe('AckWriter', () => {
     expect(calls).toEqual([{ how: 'ack', ids: ['1-0'], along: [] }]);
   });
 });
+
+describe('AckWriter with deleteOnAck', () => {
+  const deletion = {
+    alongAck: (ids: readonly string[]): AlongAck => ({
+      kind: 'deleteEntries',
+      entryIds: [...ids],
+      ackedByAll: false,
+    }),
+  };
+
+  it('handled and exiting entries: the deletion rides their XACK', async () => {
+    const { client, calls } = recordingClient(false);
+    const writer = new AckWriter(testLoop().context, client, [deletion]);
+    await writer.handled(['1-0']);
+    await writer.exited(['2-0']);
+    expect(calls.map((c) => c.along)).toEqual([
+      [{ kind: 'deleteEntries', entryIds: ['1-0'], ackedByAll: false }],
+      [{ kind: 'deleteEntries', entryIds: ['2-0'], ackedByAll: false }],
+    ]);
+  });
+
+  it('exactly-once commits: no deletion rides them (a fenced commit leaves its entry to its new owner), the checkpoints still do', async () => {
+    const committedAlong: Array<readonly AlongAck[]> = [];
+    const client = {
+      ...recordingClient(false).client,
+      commits: {
+        cluster: false,
+        commit: (
+          _s: string,
+          _g: string,
+          _c: string,
+          commits: readonly { entryId: string }[],
+          along: readonly AlongAck[] = [],
+        ) => {
+          committedAlong.push(along);
+          return Promise.resolve(commits.map(() => ({ kind: 'committed' as const })));
+        },
+      },
+    };
+    const writer = new AckWriter(testLoop().context, client as never, [checkpoints, deletion]);
+    await writer.committed([{ entryId: '2-0', deliveries: 1, writes: [] }]);
+    expect(committedAlong).toEqual([[{ kind: 'dropCheckpoints', entryIds: ['2-0'] }]]);
+  });
+});

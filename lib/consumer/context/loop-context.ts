@@ -36,6 +36,16 @@ export interface LoopCounters {
 }
 
 /**
+ * A collaborator that runs on its own timer beside the loop's beat (an outbox forwarder, the
+ * sweep of `deleteOnAck`): started with the loop, stopped once its last acks are in.
+ */
+export interface BesideBeat {
+  start(): void;
+  /** Never throws. */
+  stop(): Promise<void>;
+}
+
+/**
  * The one context every collaborator of a loop is built from: where it runs, how it logs, its
  * clock and counters, and whether it is stopping.
  */

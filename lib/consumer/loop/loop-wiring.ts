@@ -6,6 +6,7 @@ import {
   AckWriter,
   CommitQueue,
   DeadLetterPath,
+  EntryDeletion,
   Settlement,
   type AckRecordSource,
 } from '../settle';
@@ -20,7 +21,7 @@ import {
   ReadAhead,
 } from '../read';
 import { Checkpoints, Delivery, HandlerRunner } from '../handle';
-import { ConsumerCounters, type LoopContext } from '../context';
+import { type BesideBeat, ConsumerCounters, type LoopContext } from '../context';
 import type { StreamConsumerConfig } from './loop-config';
 import { KeyRetry, RetryScheduler } from '../retry';
 import { HeldEntries, Heartbeat, LoopHealth, SweepPace, type SweepSchedule } from '../health';
@@ -60,8 +61,12 @@ export interface LoopParts {
   /** The parked read of new entries. */
   readonly parked: ParkedRead;
   readonly shutdown: Shutdown;
-  /** `exactlyOnce` on a Cluster: forwards the publishes its commits left in the group's outbox. */
-  readonly outbox?: OutboxForwarder;
+  /**
+   * What runs on its own timer beside the beat: on a Cluster with `exactlyOnce` the forwarder of
+   * the publishes its commits left in the group's outbox; with `deleteOnAck` the sweep of what
+   * every group acknowledged.
+   */
+  readonly beside: readonly BesideBeat[];
 }
 
 /**
@@ -178,9 +183,18 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
     limiter,
   );
   const checkpoints = new Checkpoints(context, client.checkpoints);
+  // deleteOnAck: every XACK removes its entries, a sweep what the last group to ack left
+  const deletion = options.deleteOnAck
+    ? new EntryDeletion(context, options.deleteOnAck, client.deletions)
+    : undefined;
   // every XACK of the loop and what rides with it: a handled entry's checkpoint dropped, a dead
-  // letter's or a deleted entry's whether this loop knows of it or not
-  const ackWriter = new AckWriter(context, client, [checkpoints]);
+  // letter's or a deleted entry's whether this loop knows of it or not; with deleteOnAck, the
+  // entries removed
+  const ackWriter = new AckWriter(
+    context,
+    client,
+    deletion ? [checkpoints, deletion] : [checkpoints],
+  );
   const deadLetters = new DeadLetterPath(context, client, config.deadLetters, ackWriter);
   const scheduler = new RetryScheduler(context);
   // a partition loop sweeps when its handler's pending probe says so (docs/partitions.md)
@@ -299,6 +313,6 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
     readAhead,
     parked,
     shutdown,
-    outbox,
+    beside: [outbox, deletion].filter((each) => each !== undefined),
   };
 }

@@ -44,7 +44,7 @@ export class StreamConsumer {
   start(): void {
     if (this.running || this.loop.stopSwitch.isStopping()) return;
     this.loop.heartbeat.start();
-    this.loop.outbox?.start();
+    for (const each of this.loop.beside) each.start();
     this.running = this.run();
   }
 
@@ -90,7 +90,7 @@ export class StreamConsumer {
     // on its own (it never throws): a failed ack must not keep the waiting retries from peers
     await retries.releaseAll();
     // what its last commits left in the outbox goes on now, not at a peer's next look
-    await this.loop.outbox?.stop();
+    await Promise.all(this.loop.beside.map((each) => each.stop()));
     heartbeat.stop();
   }
 

@@ -73,8 +73,11 @@ export class AckWriter {
     if (!this.client.commits)
       throw new Error(`${stream}/${group}: this Redis client cannot commit exactly-once entries`);
     const ids = commits.map((c) => c.entryId);
+    // a commit may be refused (fenced): its entry is then another consumer's to handle, so it
+    // must stay in the stream; `deleteOnAck`'s sweep removes the committed ones (acked by all)
     const along = this.along.flatMap((each) => each.alongAck(ids) ?? []);
-    return this.client.commits.commit(stream, group, consumer, commits, along);
+    const kept = along.filter((write) => write.kind !== 'deleteEntries');
+    return this.client.commits.commit(stream, group, consumer, commits, kept);
   }
 
   /**

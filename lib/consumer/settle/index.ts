@@ -7,4 +7,5 @@ export * from './ack-records';
 export * from './ack-writer';
 export * from './commit-queue';
 export * from './dead-letter-path';
+export * from './entry-deletion';
 export * from './settlement';

@@ -1,4 +1,4 @@
-import type { RedisFailureReason } from '../../interfaces/redis-link-status.interface';
+import type { RedisFailureReason } from '../../interfaces/redis-server.interface';
 import { redactUrlsIn } from '../../config/redact-url';
 
 /** What went wrong with a connection: its kind and the driver's own words. */

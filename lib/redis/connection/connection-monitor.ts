@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import { EchoStreamConnectionError } from '../../errors/echo-stream-connection.error';
-import type { RedisLinkStatus } from '../../interfaces/redis-link-status.interface';
+import type { RedisLinkStatus } from '../../interfaces/redis-server.interface';
 import {
   classifyConnectionError,
   failureText,

@@ -9,4 +9,5 @@ export * from './connection-monitor';
 export * from './outage-reporter';
 export * from './redis-connection.factory';
 export * from './reply-shapes';
+export * from './server-features';
 export * from './topology-watch';

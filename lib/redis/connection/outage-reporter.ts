@@ -1,4 +1,4 @@
-import type { RedisFailureReason } from '../../interfaces/redis-link-status.interface';
+import type { RedisFailureReason } from '../../interfaces/redis-server.interface';
 import type { ConnectionMonitor, LinkEvent } from './connection-monitor';
 
 /** Where the reporter writes; Nest's `Logger` fits. */

@@ -11,7 +11,39 @@
  */
 export type AlongAck =
   /** HDEL of the entries' checkpoints. */
-  { readonly kind: 'dropCheckpoints'; readonly entryIds: readonly string[] };
+  | { readonly kind: 'dropCheckpoints'; readonly entryIds: readonly string[] }
+  /**
+   * `deleteOnAck` (docs/delivery.md "Deleting acknowledged entries"): the entries removed from
+   * the stream with their XACK; with `ackedByAll`, only those no other group of the stream still
+   * holds or has yet to read.
+   */
+  | {
+      readonly kind: 'deleteEntries';
+      readonly entryIds: readonly string[];
+      readonly ackedByAll: boolean;
+    };
+
+/** One look of {@link EntryDeletions.sweep}. */
+export interface DeletionSweep {
+  /** Entries it removed. */
+  readonly deleted: number;
+  /** Where the next look starts (after this id); `null`: from the oldest entry again. */
+  readonly next: string | null;
+  /** How many groups the stream has (0 when it or its groups are gone). */
+  readonly groups: number;
+}
+
+/**
+ * `deleteOnAck: 'acked-by-all'`: removes the entries every group of a stream has acknowledged
+ * that no ack of the last group to acknowledge removed (that group does not delete on ack).
+ */
+export interface EntryDeletions {
+  /**
+   * Looks at up to `count` entries after `after` (`null`: the oldest), up to the oldest of the
+   * groups' last delivered ids, and removes those no group holds; one script call.
+   */
+  sweep(stream: string, after: string | null, count: number): Promise<DeletionSweep>;
+}
 
 /** A record written with an entry's XACK (see {@link SkipRecords}). */
 export type SkipRecord =

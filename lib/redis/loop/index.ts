@@ -12,5 +12,6 @@ export * from './rate-budget.script';
 export * from './skip-records.script';
 export * from './entry-commit.script';
 export * from './entry-commits';
+export * from './entry-deletions';
 export type * from './commit-roles';
 export type * from './ack-roles';

@@ -1,8 +1,8 @@
-import { type CommandLink, parseEntry } from '../connection';
+import { type CommandLink, parseEntry, ServerFeatures } from '../connection';
 import { RATE_BUDGET_SCRIPT, RATE_BUDGET_SHA } from './rate-budget.script';
 import { rateBudgetKey, recordKeyHeads, type RecordKeyHeads } from '../package-keys';
 import { ACK_RECORDS_SCRIPT, ACK_RECORDS_SHA } from './skip-records.script';
-import { withAlong } from './along-acks';
+import { isDeletion, withAlong } from './along-acks';
 import { isBusyGroupError, isOomError } from '../redis-errors';
 import type {
   AckRecordingReply,
@@ -29,11 +29,18 @@ export class RedisLoopCommands implements LoopCommands {
   /**
    * @param link where the commands go.
    * @param queries XINFO GROUPS, to tell whether a group exists when XGROUP CREATE cannot say.
+   * @param features the server's newer verbs: XACKDEL for the acks of `deleteOnAck`.
    */
   constructor(
     private readonly link: CommandLink,
     private readonly queries: Pick<StreamQueries, 'groups'>,
+    private readonly features = new ServerFeatures(link, 'baseline'),
   ) {}
+
+  /** True when `along` deletes entries and the server has XACKDEL / XDELEX to do it. */
+  private xdelexFor(along: readonly AlongAck[]): boolean {
+    return along.length > 0 && along.some(isDeletion) && this.features.uses('XACKDEL');
+  }
 
   async createGroup(stream: string, group: string, startId: string): Promise<boolean> {
     try {
@@ -64,6 +71,16 @@ export class RedisLoopCommands implements LoopCommands {
     along: readonly AlongAck[] = [],
   ): Promise<number> {
     if (ids.length === 0) return 0;
+    const deletion = along.find(isDeletion);
+    if (deletion && deletion.entryIds.length === ids.length && this.xdelexFor(along)) {
+      // XACKDEL: the XACK and the deletion in one command; per id 1 acked and deleted, 2 acked
+      // and kept (another group still needs it), -1 not pending
+      const mode = deletion.ackedByAll ? 'ACKED' : 'KEEPREF';
+      const sent = this.link.send(['XACKDEL', stream, group, mode, 'IDS', ids.length, ...ids]);
+      const rest = along.filter((write) => write !== deletion);
+      const codes = (await withAlong(this.link, stream, group, sent, rest)) as unknown[];
+      return codes.filter((code) => Number(code) > 0).length;
+    }
     const acked = this.link.send(['XACK', stream, group, ...ids]);
     return Number(await withAlong(this.link, stream, group, acked, along));
   }
@@ -275,8 +292,9 @@ export class RedisLoopCommands implements LoopCommands {
     }
     if (countAt >= 0) call[countAt] = count;
     call[runsAt] = runs;
+    const xdelex = this.xdelexFor(along);
     const reply = this.link.sendScript(ACK_RECORDS_SCRIPT, ACK_RECORDS_SHA, call);
-    const values = (await withAlong(this.link, stream, group, reply, along)) as unknown[];
+    const values = (await withAlong(this.link, stream, group, reply, along, xdelex)) as unknown[];
     const found: Array<string | null> = new Array<string | null>(values.length - 1);
     for (let i = 1; i < values.length; i++) found[i - 1] = recordValue(values[i]);
     return { acked: Number(values[0]), found };

@@ -238,4 +238,7 @@ export const RECOMMENDED_CONSUMER_ACL = [
   '+client|setname',
   // XGROUP CREATE answered OOM at maxmemory: is the group there? (without: the OOM stands)
   '+xinfo|groups',
+  // the newer server verbs, asked once per connection (without: the Redis 7 path, said at start)
+  '+command|docs',
+  '+command|info',
 ];

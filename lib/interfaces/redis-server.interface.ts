@@ -1,3 +1,5 @@
+/** What the app knows of its Redis server: the state of its link, and the newer verbs it answers. */
+
 /**
  * Why Redis could not be reached:
  * - `refused`: nothing listens at the address (ECONNREFUSED);
@@ -39,3 +41,31 @@ export type RedisLinkStatus = {
   /** When the outage began (ms since epoch); `null` unless `down`. */
   readonly downSince: number | null;
 };
+
+/**
+ * A verb of a newer server that replaces work the module does with extra round trips or a script
+ * (docs/compatibility.md "Server features"): `XREADGROUP ... CLAIM` (Redis 8.4), `XADD ... IDMP`
+ * (Redis 8.6), XACKDEL and XDELEX (Redis 8.2).
+ */
+export type ServerFeature = 'CLAIM' | 'IDMP' | 'XACKDEL';
+
+/**
+ * The module option `serverFeatures`: `'auto'` uses a newer server's verbs where it has them,
+ * `'baseline'` takes the Redis 7 path everywhere (for comparison, or a proxy that mangles them).
+ */
+export type ServerFeatureMode = 'auto' | 'baseline';
+
+/** What `ConsumerStats.serverFeatures()` reports of the app's shared connection's server(s). */
+export interface ServerFeatureReport {
+  /** The module option `serverFeatures`. */
+  readonly mode: ServerFeatureMode;
+  /** The features the server answers (every master of a Cluster); `[]` under `'baseline'`. */
+  readonly available: readonly ServerFeature[];
+  /**
+   * The features this version of the module uses where an option asks for them (XACKDEL:
+   * `deleteOnAck`); the others are detected, and their Redis 7 path is taken.
+   */
+  readonly used: readonly ServerFeature[];
+  /** Why the server could not be asked (COMMAND refused by an ACL, a lost link); absent if it was. */
+  readonly error?: string;
+}
