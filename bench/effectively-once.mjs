@@ -21,13 +21,13 @@
 //   ('--cpu-prof --cpu-prof-dir=DIR', space-separated): extra node flags of each drain's child;
 // - memory: MEMORY USAGE summed over the index / record keys, per 1,000 ids (keys for newerWins).
 // Rounds rotate the order; each figure is the median of its rounds.
-import { fork } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { makePayload } from './lib/payload.mjs';
 import { foreignCpuWindow, startRedis } from './lib/redis-server.mjs';
 import { median } from './lib/stats.mjs';
+import { skipDrain } from './lib/skip-drain.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(join(root, 'package.json'));
@@ -221,43 +221,8 @@ try {
   await redis.stop();
 }
 
-/**
- * Drains `group` of `stream` with the handler of `variant` in a child process; its figures (a
- * drain that did not handle every entry or left entries pending throws: no figure from it).
- */
+/** Drains `group` of `stream` with the handler of `variant` in a child process (skip-drain.mjs). */
 function drain(stream, group, variant) {
-  return new Promise((resolvePromise, reject) => {
-    const child = fork(join(root, 'bench/lib/skip-drain-child.mjs'), [], {
-      env: {
-        ...process.env,
-        BENCH_CHILD: JSON.stringify({
-          lib: LIB,
-          url: redis.url,
-          stream,
-          group,
-          variant,
-          n: N,
-          redisPid: redis.pid,
-        }),
-      },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      execArgv: NODE_ARGS,
-    });
-    let result = null;
-    child.on('message', (msg) => {
-      if (msg?.type === 'result') result = msg;
-    });
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      if (result?.fatal) reject(new Error(`${variant} drain failed: ${result.fatal}`));
-      else if (!result) reject(new Error(`${variant} drain exited with ${code} and no result`));
-      else if (result.handled < N || result.pending !== 0)
-        reject(
-          new Error(
-            `${variant} drain invalid: handled ${result.handled} of ${N}, ${result.pending} pending`,
-          ),
-        );
-      else resolvePromise(result);
-    });
-  });
+  const cfg = { lib: LIB, url: redis.url, stream, group, variant, n: N, redisPid: redis.pid };
+  return skipDrain(cfg, NODE_ARGS);
 }

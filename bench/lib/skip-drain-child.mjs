@@ -3,8 +3,8 @@
 // first handler call to an empty PEL. The skip variants' handler does nothing (synchronous); the
 // pipeline stages write each entry on to the stream `${stream}-out-${group}`: `stage` awaits
 // StreamProducer.publish (at-least-once), `exactlyOnce` writes through m.tx (committed with the
-// XACK). Config: BENCH_CHILD (JSON: lib, url, stream,
-// group, variant, n, redisPid). Answers one IPC message: { rate, nodeCpuUs, redisCpuUs, handled,
+// XACK); `deleteOnAck` removes each entry with its XACK. Config: BENCH_CHILD (JSON: lib, url,
+// stream, group, variant, n, redisPid, serverFeatures). Answers one IPC message: { rate, nodeCpuUs, redisCpuUs, handled,
 // pending, procCpuSeconds } (µs of CPU per entry from the first handler call to the empty PEL;
 // the process's whole CPU) or { fatal }.
 import { readFileSync } from 'node:fs';
@@ -23,6 +23,7 @@ const VARIANTS = {
   newerWins: { newerWins: (m) => m.payload.account },
   stage: {},
   exactlyOnce: { exactlyOnce: true },
+  deleteOnAck: { deleteOnAck: true },
 };
 /** What the handler of a variant does besides counting; none: nothing. */
 const OUTPUTS = {
@@ -77,7 +78,12 @@ async function main() {
   Injectable()(Handler);
   class DrainModule {}
   Module({
-    imports: [EchoStreamModule.forRoot({ connection: cfg.url })],
+    imports: [
+      EchoStreamModule.forRoot({
+        connection: cfg.url,
+        serverFeatures: cfg.serverFeatures ?? 'auto',
+      }),
+    ],
     providers: [Handler],
   })(DrainModule);
   const admin = new Redis(cfg.url);
