@@ -173,7 +173,12 @@ export async function runPipeline(
 
   /** The process frozen now: not killed meanwhile (it must wake, and be fenced). */
   let frozenNow: ConsumerProcess | undefined;
-  const killable = (): ConsumerProcess[] => procs.filter((p) => p !== frozenNow);
+  /**
+   * The process the kill loop is killing now: it counts as running until its exit is seen, and
+   * must not be frozen meanwhile (it would die frozen, and the freeze's SIGCONT fail with ESRCH).
+   */
+  let dyingNow: ConsumerProcess | undefined;
+  const killable = (): ConsumerProcess[] => procs.filter((p) => p !== frozenNow && p !== dyingNow);
   const busy = (): ConsumerProcess | undefined =>
     killable().find((p) => p.isRunning() && p.inHand() > 0);
 
@@ -231,7 +236,12 @@ export async function runPipeline(
         victim = busy();
       }
       const others = killable();
-      await supervisor.killAndRestart(victim ?? others[Math.floor(random() * others.length)]);
+      dyingNow = victim ?? others[Math.floor(random() * others.length)];
+      try {
+        await supervisor.killAndRestart(dyingNow);
+      } finally {
+        dyingNow = undefined;
+      }
     }
   })();
 
