@@ -24,7 +24,7 @@
 //                         1,000/s of raw, raw-bp, node-redis and lib; results in bench/results/headline.*
 //   BENCH_FULL=1          also the slow extras (memory run of BullMQ c=50 and lib-c16)
 //   BENCH_ONLY=raw,lib    only these contenders (raw is always kept as the baseline)
-//   BENCH_WORKLOADS=drain,latency,idle,memory,retries,many-handlers,effectively-once,partitions
+//   BENCH_WORKLOADS=drain,latency,idle,memory,retries,many-handlers,effectively-once,partitions,server-features
 //                         only these workloads (effectively-once runs bench/effectively-once.mjs
 //                         in a child, partitions bench/partitions.mjs with BENCH_PART_N = BENCH_N)
 //   BENCH_MANY_N / BENCH_MANY_IDLE_SECONDS / BENCH_MANY_SHARED_READS: see bench/many-handlers.mjs

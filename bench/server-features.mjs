@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// node bench/server-features.mjs (after npm run build and npm run servers; ~1 min): what the newer
+// node bench/server-features.mjs (after npm run build and npm run servers; ~4 min): what the newer
 // server verbs buy (docs/compatibility.md "Server features"), as ratios measured in one run on one
 // throw-away server of the build ECHO_SERVER names (default redis86: Redis 8.6):
 // - drain: one @StreamHandler (synchronous, per entry, defaults) over BENCH_N (50,000) pre-filled
@@ -7,7 +7,12 @@
 //   server's verbs (XACKDEL, serverFeatures 'auto') and on the Redis 7 path (XACK + XDEL,
 //   serverFeatures 'baseline'). BENCH_ROUNDS (5) rounds, the order rotated; each ratio is the
 //   median of the rounds' ratios to that round's plain drain [min-max], with the CPU per entry of
-//   the process and of redis-server beside.
+//   the process and of redis-server beside;
+// - idempotent publish: StreamProducer.publish with { idempotent: true } (a fresh branded id per
+//   call, concurrency 1 and 16) and publishMany x100, through the server's IDMP (serverFeatures
+//   'auto') and through the script (serverFeatures 'baseline'), each beside a plain publish of the
+//   same producer; BENCH_PUBLISH_SECONDS (2) per figure, BENCH_ROUNDS rounds, the order rotated,
+//   ratios as medians of the rounds' ratios [min-max].
 // Run it with ECHO_SERVER=redis7 to compare Redis 8.6 against Redis 7.0 (the same figures there
 // take the Redis 7 path under 'auto' too).
 import { createRequire } from 'node:module';
@@ -21,11 +26,15 @@ import { median } from './lib/stats.mjs';
 process.env.ECHO_SERVER ??= 'redis86';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(join(root, 'package.json'));
+require('reflect-metadata');
+const { NestFactory } = require('@nestjs/core');
+const { Module } = require('@nestjs/common');
 const LIB = resolve(process.env.BENCH_LIB ?? join(root, 'dist/index.js'));
-const { brandedId } = require(LIB);
+const { EchoStreamModule, StreamProducer, brandedId } = require(LIB);
 
 const N = Number(process.env.BENCH_N ?? 50_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const PUBLISH_SECONDS = Number(process.env.BENCH_PUBLISH_SECONDS ?? 2);
 const rotate = (list, r) => list.map((_, i) => list[(i + r) % list.length]);
 const fmt = (x) => Math.round(x).toLocaleString('en-US');
 const spread = (xs) => `${fmt(median(xs))} [${fmt(Math.min(...xs))}-${fmt(Math.max(...xs))}]`;
@@ -41,6 +50,8 @@ const DRAINS = [
 
 const redis = await startRedis();
 const { admin } = redis;
+/** The producer apps of the publish figures, closed at the end. */
+const apps = [];
 try {
   const info = await admin.info('server');
   const version = /^redis_version:(.*)$/m.exec(info)?.[1]?.trim();
@@ -91,6 +102,84 @@ try {
   console.log(
     `  server verbs / Redis 7 path: ${describe(native.map((rate, r) => rate / fallback[r]))}`,
   );
+  await publishFigures();
 } finally {
+  await Promise.all(apps.map((app) => app.close()));
   await redis.stop();
+}
+
+/** The producer of an app of its own with `serverFeatures`. */
+async function producerWith(serverFeatures) {
+  class ProducerModule {}
+  Module({ imports: [EchoStreamModule.forRoot({ connection: redis.url, serverFeatures })] })(
+    ProducerModule,
+  );
+  const app = await NestFactory.createApplicationContext(ProducerModule, { logger: false });
+  apps.push(app);
+  return app.get(StreamProducer);
+}
+
+/** Idempotent publishes through IDMP and through the script, each beside plain ones. */
+async function publishFigures() {
+  const producers = { auto: await producerWith('auto'), baseline: await producerWith('baseline') };
+  const payload = makePayload(1);
+  const batch = Array.from({ length: 100 }, () => payload);
+  /** Entries per second of `call` for PUBLISH_SECONDS, `concurrency` callers, `per` each call. */
+  const rate = async (call, concurrency, per) => {
+    let n = 0;
+    const end = Date.now() + PUBLISH_SECONDS * 1000;
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (Date.now() < end) {
+          await call();
+          n += per;
+        }
+      }),
+    );
+    return n / PUBLISH_SECONDS;
+  };
+  const CASES = [
+    { name: 'publish, concurrency 1', concurrency: 1, many: false },
+    { name: 'publish, concurrency 16', concurrency: 16, many: false },
+    { name: 'publishMany x100, one caller', concurrency: 1, many: true },
+  ];
+  const WAYS = [
+    { name: 'plain', mode: 'auto', idempotent: false },
+    { name: 'IDMP', mode: 'auto', idempotent: true },
+    { name: 'script', mode: 'baseline', idempotent: true },
+  ];
+  const got = new Map(CASES.flatMap((c) => WAYS.map((w) => [`${c.name}/${w.name}`, []])));
+  let paths = '';
+  const iidsAdded = async (stream) => {
+    const flat = await admin.call('XINFO', 'STREAM', stream);
+    const at = flat.indexOf('iids-added');
+    return at < 0 ? 0 : flat[at + 1];
+  };
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const c of CASES) {
+      for (const w of rotate(WAYS, r)) {
+        const producer = producers[w.mode];
+        const stream = `pub-${r}-${w.name}`;
+        const call = c.many
+          ? () => producer.publishMany(stream, batch, { idempotent: w.idempotent })
+          : () => producer.publish(stream, payload, { idempotent: w.idempotent });
+        got.get(`${c.name}/${w.name}`).push(await rate(call, c.concurrency, c.many ? 100 : 1));
+      }
+    }
+    if (r === 0)
+      paths = `ids IDMP kept: ${await iidsAdded(`pub-0-IDMP`)} on the IDMP path, ${await iidsAdded(`pub-0-script`)} on the script's`;
+    await admin.flushall(); // streams and index keys of this round
+  }
+  console.log(
+    `\nidempotent publish (entries/s, median [min-max]) | IDMP / script | each / plain ` +
+      `(medians of the rounds' ratios [min-max]; round 1's ${paths})`,
+  );
+  for (const c of CASES) {
+    const [plain, idmp, script] = WAYS.map((w) => got.get(`${c.name}/${w.name}`));
+    const per = (xs, ys) => describe(xs.map((x, r) => x / ys[r]));
+    console.log(
+      `  ${c.name}: plain ${spread(plain)}, IDMP ${spread(idmp)}, script ${spread(script)} | ` +
+        `${per(idmp, script)} | IDMP ${per(idmp, plain)}, script ${per(script, plain)}`,
+    );
+  }
 }

@@ -240,6 +240,13 @@ export function markdown(report) {
         report.partitions,
       ),
     );
+  if (report.serverFeatures)
+    L.push(
+      ...scriptSection(
+        '## Server features (bench/server-features.mjs on Redis 8.6: its verbs against the Redis 7 path)',
+        report.serverFeatures,
+      ),
+    );
   L.push(...goalsMarkdown(report.goals, config.rounds));
   if (report.targets.length) L.push(...targetsTable(report.targets));
   L.push('');

@@ -10,6 +10,7 @@ import {
   effectivelyOnceWorkload,
   manyHandlersWorkload,
   partitionsWorkload,
+  serverFeaturesWorkload,
 } from './standalone.mjs';
 
 export const WORKLOADS = [
@@ -21,4 +22,5 @@ export const WORKLOADS = [
   manyHandlersWorkload,
   effectivelyOnceWorkload,
   partitionsWorkload,
+  serverFeaturesWorkload,
 ];

@@ -1,10 +1,12 @@
 // The workloads that are bench scripts of their own (each can also be run alone): many-handlers
-// (bench/many-handlers.mjs, on the run's server), effectively-once (bench/effectively-once.mjs)
-// and partitions (bench/partitions.mjs), the last two in a child with their own throw-away
-// server; their printed tables go into the report as they are.
+// (bench/many-handlers.mjs, on the run's server), effectively-once (bench/effectively-once.mjs),
+// partitions (bench/partitions.mjs) and server-features (bench/server-features.mjs, on Redis 8.6),
+// the last three in a child with their own throw-away server; their printed tables go into the
+// report as they are.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { serverCommand } from '../../scripts/lib/echo-server.mjs';
 import { ChildRun } from '../lib/child-run.mjs';
 import { BENCH_DIR } from '../lib/options.mjs';
 import { runManyHandlers } from '../many-handlers.mjs';
@@ -55,5 +57,34 @@ export const partitionsWorkload = {
       env: { ...options.env, BENCH_PART_N: options.env.BENCH_PART_N ?? String(options.n) },
     });
     log(report.partitions.trim());
+  },
+};
+
+export const serverFeaturesWorkload = {
+  name: 'server-features',
+  async run({ options }, report) {
+    needLibrary(options);
+    const redis86 = serverCommand('redis86');
+    if (!redis86.available) {
+      report.serverFeatures = `not measured: ${redis86.reason} (npm run servers fetches it)\n`;
+      log(`bench: server features ${report.serverFeatures.trim()}`);
+      return;
+    }
+    // Its own throw-away Redis 8.6 and rounds; the script prints its tables, kept as they are.
+    log('bench: server features (node bench/server-features.mjs, Redis 8.6)');
+    report.serverFeatures = execFileSync(
+      process.execPath,
+      [join(BENCH_DIR, 'server-features.mjs')],
+      {
+        encoding: 'utf8',
+        env: {
+          ...options.env,
+          ECHO_SERVER: 'redis86',
+          BENCH_ROUNDS: String(options.rounds),
+          BENCH_N: options.env.BENCH_SF_N ?? String(Math.min(options.n, 50_000)),
+        },
+      },
+    );
+    log(report.serverFeatures.trim());
   },
 };

@@ -70,7 +70,11 @@ export class StreamProducer implements OnApplicationBootstrap, OnApplicationShut
   ) {
     const otel = loadOtel();
     this.tracing = otel ? new ProducerTracing(otel) : undefined;
-    this.durableLink = new DurablePublishLink(options, () => connections.client);
+    this.durableLink = new DurablePublishLink(
+      options,
+      () => connections.client,
+      options?.serverFeatures,
+    );
     this.router = new PartitionRouter(
       () => connections.client.partitions,
       options?.producerPartitions,

@@ -37,7 +37,12 @@ import type {
   StreamsClient,
   StreamWrites,
 } from './stream-roles';
-import { type IdempotentWrites, RedisStreamWrites, RedisTransactionOutboxes } from './publish';
+import {
+  type IdempotentWrites,
+  IdmpStreams,
+  RedisStreamWrites,
+  RedisTransactionOutboxes,
+} from './publish';
 import type { ServerFeatureMode, ServerFeatureReport } from '../interfaces/redis-server.interface';
 
 // The names this file exported before the Redis layer was cut by role, kept so importers move at
@@ -87,6 +92,12 @@ export interface OpenStreamsClientOptions {
    * @default 'auto'
    */
   serverFeatures?: ServerFeatureMode;
+  /**
+   * Where the client says what it chose to do differently than asked (a stream whose IDMP setup
+   * an ACL refused publishes through the script); Nest's `Logger.warn` fits.
+   * @default nothing is said
+   */
+  warn?: (message: string) => void;
 }
 
 /** The parameters of a role's method (optional members included). */
@@ -142,12 +153,14 @@ export class RedisStreamsClient
    * @param control another connection, used to `CLIENT UNBLOCK` a parked read.
    * @param commandDeadlineMs deadline of every non-blocking command.
    * @param serverFeatures the module option `serverFeatures`.
+   * @param warn where a choice the client made on its own is said (`OpenStreamsClientOptions`).
    */
   constructor(
     private readonly redis: RedisConnection,
     control?: RedisConnection,
     commandDeadlineMs = DEFAULT_COMMAND_DEADLINE_MS,
     serverFeatures: ServerFeatureMode = 'auto',
+    warn?: (message: string) => void,
   ) {
     this.commandLink = new CommandLink(redis, commandDeadlineMs);
     this.link = this.commandLink.monitor;
@@ -155,7 +168,10 @@ export class RedisStreamsClient
     this.reads = new ParkedReads(this.commandLink, control);
     this.queries = new RedisStreamQueries(this.commandLink);
     this.commands = new RedisLoopCommands(this.commandLink, this.queries, this.features);
-    this.writes = new RedisStreamWrites(this.commandLink);
+    this.writes = new RedisStreamWrites(
+      this.commandLink,
+      new IdmpStreams(this.commandLink, this.features, warn),
+    );
     this.pauses = new RedisGroupPauses(this.commandLink, isCluster(redis));
     this.checkpoints = new RedisEntryCheckpoints(this.commandLink);
     this.partitions = new RedisPartitionLeases(this.commandLink);
@@ -180,6 +196,7 @@ export class RedisStreamsClient
       options.wakeVia?.redis,
       options.commandDeadlineMs,
       options.serverFeatures,
+      options.warn,
     );
   }
 

@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { errorText } from '../codec/codecs';
 import type { ConnectionTarget } from '../redis/connection';
 import { RedisStreamsClient } from '../redis/streams-client';
+import type { ServerFeatureMode } from '../interfaces/redis-server.interface';
 
 /**
  * The connection durable publishes (`{ replicas }`) are sent on, opened on their first use and
@@ -23,19 +24,24 @@ export class DurablePublishLink {
    * @param target where to connect (the module's `connection` / `cluster`); `undefined` sends
    *   durable publishes on the shared client (a producer built without the module options).
    * @param shared the shared client, also used once this link is closed (after shutdown).
+   * @param serverFeatures the module option `serverFeatures` (as the shared client's).
    */
   constructor(
     private readonly target: ConnectionTarget | undefined,
     private readonly shared: () => RedisStreamsClient,
+    private readonly serverFeatures?: ServerFeatureMode,
   ) {}
 
   /** The client to send a durable publish on. */
   get streams(): RedisStreamsClient {
     if (!this.target || this.closed) return this.shared();
     if (!this.client) {
-      this.client = RedisStreamsClient.open(this.target, 'publish', (err) => {
-        this.logger.debug(`Redis connection (publish): ${errorText(err)}`);
-      });
+      this.client = RedisStreamsClient.open(
+        this.target,
+        'publish',
+        (err) => this.logger.debug(`Redis connection (publish): ${errorText(err)}`),
+        { serverFeatures: this.serverFeatures, warn: (message) => this.logger.warn(message) },
+      );
     }
     return this.client;
   }

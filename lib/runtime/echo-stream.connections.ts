@@ -89,6 +89,7 @@ export class EchoStreamConnections implements OnApplicationShutdown {
     return RedisStreamsClient.open(this.options, purpose, onError, {
       wakeVia,
       serverFeatures: this.options.serverFeatures,
+      warn: (message) => this.logger.warn(message),
     });
   }
 }

@@ -12,9 +12,9 @@ export const SERVER_FEATURES: readonly ServerFeature[] = ['CLAIM', 'IDMP', 'XACK
 
 /**
  * The features this version uses where an option asks for them (docs/compatibility.md "Server
- * features"); CLAIM and IDMP are detected and named, and their Redis 7 path is taken.
+ * features"); CLAIM is detected and named, and its Redis 7 path is taken.
  */
-export const USED_SERVER_FEATURES: readonly ServerFeature[] = ['XACKDEL'];
+export const USED_SERVER_FEATURES: readonly ServerFeature[] = ['IDMP', 'XACKDEL'];
 
 /** What {@link probeServerFeatures} found. */
 export interface ServerFeatureProbe {
@@ -73,6 +73,16 @@ export class ServerFeatures {
       return probe;
     });
     return this.probe;
+  }
+
+  /**
+   * As {@link uses}, once the probe has answered: for a path that must not change while the
+   * probe is out (an idempotent publish's two paths do not see each other's ids). A probe that
+   * could not ask answers false.
+   */
+  async settled(feature: ServerFeature): Promise<boolean> {
+    if (this.mode === 'baseline' || !USED_SERVER_FEATURES.includes(feature)) return false;
+    return (await this.found()).features.includes(feature);
   }
 
   /** What the server answers and what of it the module uses (asked on first use). */

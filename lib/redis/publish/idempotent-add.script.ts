@@ -1,6 +1,17 @@
 import { createHash } from 'node:crypto';
 
 /**
+ * Lua shared by the XADD-building scripts: appends `MAXLEN ~ <maxLen>` to the XADD's `args`
+ * unless the local `maxLen` is `''` (no trimming).
+ */
+export const LUA_TRIM_ARGS = `
+if maxLen ~= '' then
+  args[#args + 1] = 'MAXLEN'
+  args[#args + 1] = '~'
+  args[#args + 1] = maxLen
+end`;
+
+/**
  * Idempotent XADD (docs/publishing.md "Idempotent publish"): each item is written only when its
  * index key (one per branded id, expiring after the window) does not exist yet; a repeat answers
  * the entry id the index holds and writes nothing. One script call is atomic on the server, so
@@ -28,11 +39,7 @@ for i = 2, #KEYS do
     out[#out + 1] = 0
   else
     local args = { 'XADD', KEYS[1] }
-    if maxLen ~= '' then
-      args[#args + 1] = 'MAXLEN'
-      args[#args + 1] = '~'
-      args[#args + 1] = maxLen
-    end
+${LUA_TRIM_ARGS}
     args[#args + 1] = '*'
     for j = 1, count do args[#args + 1] = ARGV[at + j] end
     local entryId = redis.call(unpack(args))

@@ -12,16 +12,15 @@ export interface IdempotentItem {
 
 /** What an idempotent write answered for one item. */
 export interface IdempotentAdd {
-  /** The entry id: the one written now, or the first write's when `written` is false. */
+  /** The entry id: the one written now, or the first write's when the id was written before. */
   entryId: string;
-  /** False when an entry with this branded id was written within the window (nothing written). */
-  written: boolean;
 }
 
 /** XADDs that write an id once per window (`publish(..., { idempotent: true })`). */
 export interface IdempotentWrites {
   /**
-   * One script call (EVALSHA, EVAL on NOSCRIPT) writing the items of `items` whose branded id
+   * On Redis 8.6, one pipeline of XADD ... IDMP (the server keeps the ids; see `IdmpStreams`);
+   * elsewhere one script call (EVALSHA, EVAL on NOSCRIPT) writing the items of `items` whose branded id
    * was not written to `stream` within `windowMs`, atomically on the server; one answer per
    * item, in order. The index keys share the stream's hash slot.
    */

@@ -3,6 +3,9 @@ import { isCluster, keySlot, type CommandLink } from '../connection';
 import { IDEMPOTENT_ADD_SCRIPT, IDEMPOTENT_ADD_SHA } from './idempotent-add.script';
 import { idempotencyKey } from '../package-keys';
 import type { IdempotentAdd, IdempotentItem, IdempotentWrites } from './idempotent-roles';
+import { IDMP_ADD_SCRIPT, IDMP_ADD_SHA } from './idmp-add.script';
+import type { IdmpStreams } from './idmp-streams';
+import { idmpAddOf, idmpEntryIds, idmpPipelinedCommand, idmpScriptArgs } from './idmp-writes';
 import { weakest, writeThenWait, type WritePipeline } from './replicated-write';
 import type { DurableWrites, ReplicatedWrite, StreamWrites, WriteItem } from '../stream-roles';
 
@@ -12,9 +15,14 @@ type Command = Array<string | number>;
 /**
  * {@link StreamWrites} and {@link DurableWrites} on one link: XADD alone or pipelined (one
  * pipeline per hash slot on a Cluster, all in flight at once), XADDs with a WAIT, XDEL.
+ * Idempotent writes go through the server's IDMP where `idmp` says a stream takes them, else
+ * through the idempotent-add script.
  */
 export class RedisStreamWrites implements StreamWrites, DurableWrites, IdempotentWrites {
-  constructor(private readonly link: CommandLink) {}
+  constructor(
+    private readonly link: CommandLink,
+    private readonly idmp?: IdmpStreams,
+  ) {}
 
   async add(stream: string, fields: readonly string[], maxLen?: number): Promise<string> {
     return String(await this.link.send(addArgs(stream, fields, maxLen)));
@@ -55,6 +63,17 @@ export class RedisStreamWrites implements StreamWrites, DurableWrites, Idempoten
     maxLen?: number,
   ): Promise<IdempotentAdd[]> {
     if (items.length === 0) return [];
+    if (await this.idmp?.takes(stream, windowMs)) {
+      const first = await this.addIdmp(stream, items, maxLen);
+      if (first) return first.map((entryId) => ({ entryId }));
+      // the stream was deleted since it was set up: set it up again, then the same writes
+      this.idmp!.forget(stream);
+      if (await this.idmp!.takes(stream, windowMs)) {
+        const again = await this.addIdmp(stream, items, maxLen);
+        if (again) return again.map((entryId) => ({ entryId }));
+        throw goneError(stream);
+      }
+    }
     const args = idempotentArgs(stream, items, windowMs, maxLen, false);
     const reply = await this.link.sendScript(IDEMPOTENT_ADD_SCRIPT, IDEMPOTENT_ADD_SHA, args);
     return idempotentAnswers(reply, items.length);
@@ -70,6 +89,23 @@ export class RedisStreamWrites implements StreamWrites, DurableWrites, Idempoten
   ): Promise<ReplicatedWrite> {
     if (items.length === 0) return { entryIds: [], acknowledged: replicas };
     const redis = this.link.connection;
+    if (await this.idmp?.takes(stream, windowMs)) {
+      // NOTE: a repeat XADD ... IDMP is replicated as it was sent (the replica finds the id and
+      // writes nothing too), so the WAIT after it counts the replicas that have the first write
+      const native: WritePipeline<IdempotentItem> = {
+        exec: (part, tail, asking) =>
+          this.exec([idmpPipelinedCommand(stream, part, maxLen)], tail, asking),
+        entryIds: ([[err, reply]]) => {
+          if (err) throw this.link.monitor.explain(err, items.length === 1 ? 'XADD' : 'EVAL');
+          const entryIds = idmpEntryIds(reply);
+          if (entryIds) return entryIds;
+          this.idmp?.forget(stream);
+          throw goneError(stream);
+        },
+        cluster: isCluster(redis) ? redis : undefined,
+      };
+      return writeThenWait(native, items, replicas, timeoutMs);
+    }
     const args = (part: readonly IdempotentItem[]) =>
       idempotentArgs(stream, part, windowMs, maxLen, true);
     // NOTE: the script rewrites a repeat's index key (`touch`) because Redis 8 and Valkey
@@ -94,6 +130,26 @@ export class RedisStreamWrites implements StreamWrites, DurableWrites, Idempoten
   async remove(stream: string, ids: readonly string[]): Promise<number> {
     if (ids.length === 0) return 0;
     return Number(await this.link.send(['XDEL', stream, ...ids]));
+  }
+
+  /**
+   * `items` through IDMP in one command: the XADD for one item, the IDMP-add script for more (a
+   * pipeline of many XADDs costs the client more); `null` when the stream does not exist.
+   */
+  private async addIdmp(
+    stream: string,
+    items: readonly IdempotentItem[],
+    maxLen: number | undefined,
+  ): Promise<string[] | null> {
+    const reply =
+      items.length === 1
+        ? await this.link.send(idmpAddOf(stream, items[0], maxLen))
+        : await this.link.sendScript(
+            IDMP_ADD_SCRIPT,
+            IDMP_ADD_SHA,
+            idmpScriptArgs(stream, items, maxLen),
+          );
+    return idmpEntryIds(reply);
   }
 
   private async addPipelined(items: readonly WriteItem[]): Promise<string[]> {
@@ -171,6 +227,11 @@ function xaddOf(item: WriteItem): Command {
   return addArgs(item.stream, item.fields, item.maxLen);
 }
 
+/** Why an IDMP write wrote nothing: its stream was deleted meanwhile (twice, for a publish). */
+function goneError(stream: string): Error {
+  return new Error(`${stream} was deleted while it was written; nothing was written to it`);
+}
+
 /**
  * The idempotent-add script's numkeys, KEYS and ARGV (idempotent-add.script.ts); `touch` rewrites
  * a repeat's index key so a WAIT after the call covers the first write.
@@ -188,13 +249,10 @@ function idempotentArgs(
   return args;
 }
 
-/** The script's flat reply: an entry id and a written flag per item. */
+/** The script's flat reply: an entry id and a written flag per item (the flag unused here). */
 function idempotentAnswers(reply: unknown, count: number): IdempotentAdd[] {
   const flat = reply as unknown[];
-  return Array.from({ length: count }, (_, i) => ({
-    entryId: String(flat[2 * i]),
-    written: Number(flat[2 * i + 1]) === 1,
-  }));
+  return Array.from({ length: count }, (_, i) => ({ entryId: String(flat[2 * i]) }));
 }
 
 function addArgs(
