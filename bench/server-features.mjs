@@ -7,14 +7,17 @@
 //   server's verbs (XACKDEL, serverFeatures 'auto') and on the Redis 7 path (XACK + XDEL,
 //   serverFeatures 'baseline'). BENCH_ROUNDS (5) rounds, the order rotated; each ratio is the
 //   median of the rounds' ratios to that round's plain drain [min-max], with the CPU per entry of
-//   the process and of redis-server beside;
+//   the process and of redis-server beside; then two drains of a dead peer's entries (all N read
+//   by a consumer that never acks, idle after minIdleMs): reclaimed by the drain's reads
+//   (XREADGROUP ... CLAIM, serverFeatures 'auto') and by the XAUTOCLAIM sweep ('baseline');
 // - idempotent publish: StreamProducer.publish with { idempotent: true } (a fresh branded id per
 //   call, concurrency 1 and 16) and publishMany x100, through the server's IDMP (serverFeatures
 //   'auto') and through the script (serverFeatures 'baseline'), each beside a plain publish of the
 //   same producer; BENCH_PUBLISH_SECONDS (2) per figure, BENCH_ROUNDS rounds, the order rotated,
 //   ratios as medians of the rounds' ratios [min-max].
-// Run it with ECHO_SERVER=redis7 to compare Redis 8.6 against Redis 7.0 (the same figures there
-// take the Redis 7 path under 'auto' too).
+// On Redis 8.6 a Redis 7.0 (the redis-server on PATH) runs beside it, and each round drains a
+// plain stream there too: Redis 8.6 against Redis 7.0 as a paired ratio. ECHO_SERVER=redis7 runs
+// the whole bench on Redis 7.0 (the Redis 7 path under 'auto' too).
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,15 +44,36 @@ const spread = (xs) => `${fmt(median(xs))} [${fmt(Math.min(...xs))}-${fmt(Math.m
 const describe = (xs) =>
   `${median(xs).toFixed(2)}x [${Math.min(...xs).toFixed(2)}-${Math.max(...xs).toFixed(2)}]`;
 
-/** The drains measured: a name, the handler variant of skip-drain-child.mjs, the module option. */
+/**
+ * The drains measured: a name, the handler variant of skip-drain-child.mjs, the module option;
+ * `deadPeer`: every entry is first read by a consumer that never acks (a dead peer), and the
+ * drain reclaims them once idle (by its reads with CLAIM, or by the XAUTOCLAIM sweep).
+ */
 const DRAINS = [
   { name: 'plain', variant: 'plain', serverFeatures: 'auto' },
   { name: 'deleteOnAck (server verbs)', variant: 'deleteOnAck', serverFeatures: 'auto' },
   { name: 'deleteOnAck (Redis 7 path)', variant: 'deleteOnAck', serverFeatures: 'baseline' },
+  {
+    name: "dead peer's entries (read's CLAIM)",
+    variant: 'reclaimByRead',
+    serverFeatures: 'auto',
+    deadPeer: true,
+  },
+  {
+    name: "dead peer's entries (XAUTOCLAIM sweep)",
+    variant: 'reclaimBySweep',
+    serverFeatures: 'baseline',
+    deadPeer: true,
+  },
 ];
 
 const redis = await startRedis();
 const { admin } = redis;
+/**
+ * On Redis 8.6, a Redis 7.0 beside it (the redis-server on PATH): each round also drains a plain
+ * stream there, so Redis 8.6 against Redis 7.0 is a paired ratio of the same run.
+ */
+const beside = process.env.ECHO_SERVER === 'redis86' ? await startRedis('redis7') : null;
 /** The producer apps of the publish figures, closed at the end. */
 const apps = [];
 try {
@@ -59,7 +83,7 @@ try {
     `server-features bench: Node ${process.version}, ${process.env.ECHO_SERVER} (redis_version ` +
       `${version}), ${ROUNDS} rounds of ${fmt(N)} entries per drain (${new Date().toISOString()})`,
   );
-  const fill = async (stream) => {
+  const fill = async (stream, deadPeer, admin = redis.admin) => {
     for (let i = 0; i < N; i += 500) {
       const pipeline = admin.pipeline();
       for (let j = i; j < Math.min(N, i + 500); j++)
@@ -67,12 +91,17 @@ try {
       await pipeline.exec();
     }
     await admin.xgroup('CREATE', stream, 'g', '0');
+    if (deadPeer) await admin.xreadgroup('GROUP', 'g', 'dead', 'STREAMS', stream, '>');
   };
+  // without CLAIM (Redis 7, Valkey) only the sweep can bring a dead peer's entries
+  const docs = JSON.stringify(await admin.call('COMMAND', 'DOCS', 'XREADGROUP'));
+  const drains = docs.includes('"CLAIM"') ? DRAINS : DRAINS.slice(0, 3);
   const results = new Map(DRAINS.map((d) => [d.name, []]));
+  const redis7Plain = [];
   for (let r = 0; r < ROUNDS; r++) {
-    for (const drain of rotate(DRAINS, r)) {
+    for (const drain of rotate(drains, r)) {
       const stream = `drain-${r}-${drain.variant}-${drain.serverFeatures}`;
-      await fill(stream);
+      await fill(stream, drain.deadPeer);
       const cfg = { lib: LIB, url: redis.url, stream, group: 'g', n: N, redisPid: redis.pid };
       const { variant, serverFeatures } = drain;
       const result = await skipDrain({ ...cfg, variant, serverFeatures });
@@ -82,13 +111,20 @@ try {
       results.get(drain.name).push(result);
       await admin.del(stream);
     }
+    if (beside) {
+      const stream = `drain-${r}-redis7`;
+      await fill(stream, false, beside.admin);
+      const cfg = { lib: LIB, url: beside.url, stream, group: 'g', n: N, redisPid: beside.pid };
+      redis7Plain.push(await skipDrain({ ...cfg, variant: 'plain' }));
+      await beside.admin.del(stream);
+    }
   }
   const plain = results.get('plain').map((d) => d.rate);
   console.log(
     '\ndrain (entries/s, median [min-max]) | ratio to plain (median of rounds [min-max]) | ' +
       'CPU µs per entry: node, redis-server',
   );
-  for (const { name } of DRAINS) {
+  for (const { name } of drains) {
     const runs = results.get(name);
     const rates = runs.map((d) => d.rate);
     const ratios = rates.map((rate, r) => rate / plain[r]);
@@ -100,12 +136,27 @@ try {
   const native = results.get(DRAINS[1].name).map((d) => d.rate);
   const fallback = results.get(DRAINS[2].name).map((d) => d.rate);
   console.log(
-    `  server verbs / Redis 7 path: ${describe(native.map((rate, r) => rate / fallback[r]))}`,
+    `  deleteOnAck, server verbs / Redis 7 path: ${describe(native.map((rate, r) => rate / fallback[r]))}`,
   );
+  const [byRead, bySweep] = DRAINS.slice(3).map((d) => results.get(d.name).map((x) => x.rate));
+  if (byRead.length > 0)
+    console.log(
+      `  dead peer's entries, read's CLAIM / XAUTOCLAIM sweep: ${describe(byRead.map((rate, r) => rate / bySweep[r]))}`,
+    );
+  if (beside) {
+    const on7 = redis7Plain.map((d) => d.rate);
+    const cpu = (field) => median(redis7Plain.map((d) => d[field])).toFixed(1);
+    console.log(
+      `  plain on Redis 7.0 (beside, same rounds): ${spread(on7)} | ${cpu('nodeCpuUs')}, ` +
+        `${cpu('redisCpuUs')} µs per entry; Redis 8.6 / Redis 7.0: ` +
+        describe(plain.map((rate, r) => rate / on7[r])),
+    );
+  }
   await publishFigures();
 } finally {
   await Promise.all(apps.map((app) => app.close()));
   await redis.stop();
+  await beside?.stop();
 }
 
 /** The producer of an app of its own with `serverFeatures`. */

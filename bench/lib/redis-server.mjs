@@ -9,12 +9,12 @@ import { Redis } from 'ioredis';
 import { serverCommand } from '../../scripts/lib/echo-server.mjs';
 
 /**
- * The server to run, as `{ command, args }` (args go before the server's own): the build
- * `ECHO_SERVER` names (scripts/lib/echo-server.mjs), default the `redis-server` on PATH or
- * `REDIS_SERVER_BIN`.
+ * The server to run, as `{ command, args }` (args go before the server's own): the build `name`
+ * names, else the one `ECHO_SERVER` names (scripts/lib/echo-server.mjs), default the
+ * `redis-server` on PATH or `REDIS_SERVER_BIN`.
  */
-export function redisCommand() {
-  const chosen = serverCommand();
+export function redisCommand(name) {
+  const chosen = serverCommand(name);
   if (!chosen.available) throw new Error(chosen.reason);
   return chosen;
 }
@@ -33,8 +33,12 @@ function freePort() {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-export async function startRedis() {
-  const { command, args: prefix } = redisCommand();
+/**
+ * Starts a throw-away server of the build `name` (default: `ECHO_SERVER`, see redisCommand) and
+ * answers `{ url, pid, admin, stop }` once it answers.
+ */
+export async function startRedis(name) {
+  const { command, args: prefix } = redisCommand(name);
   try {
     execFileSync(command, [...prefix, '--version'], { stdio: 'ignore' });
   } catch {

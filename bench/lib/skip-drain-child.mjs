@@ -24,6 +24,11 @@ const VARIANTS = {
   stage: {},
   exactlyOnce: { exactlyOnce: true },
   deleteOnAck: { deleteOnAck: true },
+  // a dead peer's entries (bench/server-features.mjs): idle 3 s after its read, then taken by the
+  // sweep every second (the Redis 7 path), or only by the reads (CLAIM: no second sweep for ten
+  // minutes, so the reads alone bring them)
+  reclaimBySweep: { minIdleMs: 3000, claimIntervalMs: 1000 },
+  reclaimByRead: { minIdleMs: 3000, claimIntervalMs: 600_000 },
 };
 /** What the handler of a variant does besides counting; none: nothing. */
 const OUTPUTS = {

@@ -64,12 +64,13 @@ export function printable(text: string): string {
 }
 
 /**
- * The newer server verbs as `inspect` shows them: what the server answers, and which of them the
- * module uses where an option asks for them (`deleteOnAck`: XACKDEL).
+ * The newer server verbs as `inspect` shows them: what the server answers, and which of them this
+ * version uses (CLAIM in every plain loop's read, IDMP for idempotent publishes, XACKDEL for
+ * `deleteOnAck`).
  */
 export function featureLine(report: ServerFeatureReport): string {
   if (report.error !== undefined) return `unknown (${safeText(report.error)})`;
   if (report.available.length === 0) return 'none (the Redis 7 path)';
   const used = report.used.length > 0 ? report.used.join(', ') : 'none';
-  return `${report.available.join(', ')} (used where an option asks: ${used})`;
+  return `${report.available.join(', ')} (in use: ${used})`;
 }

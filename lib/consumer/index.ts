@@ -10,6 +10,7 @@ export * from './handle/handler-runner';
 export * from './retry/retry-policy';
 export * from './retry/retry-scheduler';
 export * from './read/pause-watch';
+export * from './read/read-claim';
 export * from './read/shared-read-pool';
 export * from './partitions/partition-links';
 export * from './loop/loop-config';

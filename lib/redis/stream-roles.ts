@@ -216,6 +216,8 @@ export interface BlockingReads {
    * @param marginMs how late the reply may be; default {@link stallMarginMs}(`blockMs`). A loop
    *   whose park is cut short (a sweep or a retry due sooner) passes the margin of its handler's
    *   `blockMs`, so a server stall it rides out does not depend on when the park began.
+   * @param claimIdleMs a read of new entries (`>`) also claims the group's entries idle this long
+   *   (`CLAIM`, Redis >= 8.4; ignored elsewhere): they come first, each with its `deliveries`.
    */
   readGroup(
     stream: string,
@@ -225,13 +227,14 @@ export interface BlockingReads {
     id: string,
     blockMs?: number,
     marginMs?: number,
+    claimIdleMs?: number,
   ): Promise<RawEntry[]>;
   /**
    * One XREADGROUP of new entries (`>`) on several streams of one group (a shared read): parked
    * up to `blockMs` like `readGroup`, without BLOCK when `blockMs` is undefined. Entries by
    * stream; streams that got nothing are absent. `interruptRead` wakes it like a one-stream read;
    * where it cannot (CLIENT ID refused by an ACL) the read parks at most `uninterruptibleMs`.
-   * `marginMs` as for `readGroup`.
+   * `marginMs` and `claimIdleMs` as for `readGroup`.
    */
   readGroups(
     group: string,
@@ -241,6 +244,7 @@ export interface BlockingReads {
     blockMs?: number,
     uninterruptibleMs?: number,
     marginMs?: number,
+    claimIdleMs?: number,
   ): Promise<Map<string, RawEntry[]>>;
   /**
    * Wakes a parked `readGroup` (it resolves with no entries): CLIENT UNBLOCK, else (denied by an

@@ -165,7 +165,7 @@ export class RedisStreamsClient
     this.commandLink = new CommandLink(redis, commandDeadlineMs);
     this.link = this.commandLink.monitor;
     this.features = new ServerFeatures(this.commandLink, serverFeatures);
-    this.reads = new ParkedReads(this.commandLink, control);
+    this.reads = new ParkedReads(this.commandLink, control, this.features);
     this.queries = new RedisStreamQueries(this.commandLink);
     this.commands = new RedisLoopCommands(this.commandLink, this.queries, this.features);
     this.writes = new RedisStreamWrites(

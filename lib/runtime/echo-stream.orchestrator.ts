@@ -14,6 +14,7 @@ import {
   SharedReadPool,
   PartitionedConsumer,
   appPartitionLinks,
+  readClaimIdleMs,
   OwnPartitionLinks,
   type PartitionLinks,
   StreamConsumer,
@@ -205,7 +206,11 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
       ...(this.shared
         ? {
             client: this.shared.commands,
-            reader: this.shared.reads.reader(definition.group, definition.stream),
+            reader: this.shared.reads.reader(
+              definition.group,
+              definition.stream,
+              readClaimIdleMs({ options }), // a plain stream's loop
+            ),
             pauses: this.shared.pauses?.probe(definition.group, definition.stream),
             ownsClient: false,
           }

@@ -124,7 +124,7 @@ describe('echo-stream CLI commands', () => {
     // the newer server verbs: Redis 8.6 answers all three, the others (the Redis 7 path) none
     expect(text.stdout).toContain(
       chosenServer() === 'redis86'
-        ? 'server features: CLAIM, IDMP, XACKDEL (used where an option asks: IDMP, XACKDEL)'
+        ? 'server features: CLAIM, IDMP, XACKDEL (in use: CLAIM, IDMP, XACKDEL)'
         : 'server features: none (the Redis 7 path)',
     );
     expect(text.stdout).toMatch(

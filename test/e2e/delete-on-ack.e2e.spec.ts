@@ -319,13 +319,13 @@ describe('what bootstrap refuses, and the server features it names', () => {
     expect(await auto.get(ConsumerStats).serverFeatures()).toEqual({
       mode: 'auto',
       available: NATIVE ? ['CLAIM', 'IDMP', 'XACKDEL'] : [],
-      used: NATIVE ? ['IDMP', 'XACKDEL'] : [],
+      used: NATIVE ? ['CLAIM', 'IDMP', 'XACKDEL'] : [],
     });
     // and one line at start names them
     await waitFor(() => logger.has(/^log .*: Server features: /), { message: 'the line' });
     expect(logger.matching(/Server features: /)).toEqual([
       NATIVE
-        ? 'log EchoStreamOrchestrator: Server features: IDMP, XACKDEL in use; CLAIM answered, not used by this version'
+        ? 'log EchoStreamOrchestrator: Server features: CLAIM, IDMP, XACKDEL in use'
         : 'log EchoStreamOrchestrator: Server features: none in use',
     ]);
     const baseline = await boot([handlerOn(fresh(), 'g', {})], { serverFeatures: 'baseline' });

@@ -5,8 +5,11 @@
  * a future ioredis that changes a shape fails here, naming the command, before a loop misreads it.
  */
 import { Redis, type RedisOptions } from 'ioredis';
+import { chosenServer } from '../../scripts/lib/echo-server.mjs';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
+import { sleep } from '../support/wait-for';
 import {
+  type RawEntry,
   RedisStreamsClient,
   isNoGroupError,
   isWrongTypeError,
@@ -94,6 +97,55 @@ describe.each(MODES)('reply shapes under $name', ({ options, resp }) => {
       { entryId: id, fields: ['data', '1'] },
     ]);
   });
+
+  // CLAIM is Redis >= 8.4's: the matrix runs this on Redis 8.6, elsewhere it is not asked
+  (chosenServer() === 'redis86' ? it : it.skip)(
+    'XREADGROUP ... CLAIM: claimed entries first, each with its idle time and count before the read',
+    async () => {
+      const { stream, a, b } = await streamWithTwoPending();
+      const c = await client.add(stream, ['data', '"c"']);
+      await sleep(250);
+      const raw = await loop.call(
+        'XREADGROUP',
+        'GROUP',
+        'g',
+        'c2',
+        'COUNT',
+        1,
+        'CLAIM',
+        200,
+        'STREAMS',
+        stream,
+        '>',
+      );
+      const [row] = (
+        resp === 2
+          ? (raw as unknown[][])[0][1]
+          : options.replyMapping === 'resp3'
+            ? (raw as Record<string, unknown[]>)[stream]
+            : (raw as unknown[])[1]
+      ) as unknown[][];
+      expect(row.slice(0, 2)).toEqual([a, ['data', '"a"']]);
+      expect(Number(row[2])).toBeGreaterThanOrEqual(200);
+      expect(Number(row[3])).toBe(1);
+      // the probe has answered: this client's reads claim along
+      expect((await client.serverFeatures()).used).toContain('CLAIM');
+      const claim = (): Promise<RawEntry[]> =>
+        client.readGroup(stream, 'g', 'c3', 10, '>', undefined, undefined, 200);
+      // b idle past 200 ms, then c new; a was claimed a moment ago
+      expect(await claim()).toEqual([
+        { entryId: b, fields: ['data', '"b"'], deliveries: 2 },
+        { entryId: c, fields: ['data', '"c"'], deliveries: 1 },
+      ]);
+      await sleep(250);
+      // every one idle again: all three, in stream order, each counted once more
+      expect(await claim()).toEqual([
+        { entryId: a, fields: ['data', '"a"'], deliveries: 3 },
+        { entryId: b, fields: ['data', '"b"'], deliveries: 3 },
+        { entryId: c, fields: ['data', '"c"'], deliveries: 2 },
+      ]);
+    },
+  );
 
   it('XREADGROUP of the PEL: an entry deleted while pending has a nil body', async () => {
     const { stream, a, b } = await streamWithTwoPending();

@@ -59,6 +59,8 @@ export interface TestConsumerOptions {
   deadLetters?: Array<(letter: DeadLetterMessage) => unknown>;
   /** The module option `serverFeatures` of the loop's client (default `'auto'`). */
   serverFeatures?: ServerFeatureMode;
+  /** Where in its interval the second sweep falls (0..1; `ConsumerConfig.sweepPhase`). */
+  sweepPhase?: number;
 }
 
 /** A StreamConsumer on its own connections to a test server, plus the logger it writes to. */
@@ -90,6 +92,7 @@ export function makeConsumer(opts: TestConsumerOptions): {
     handler,
     deadLetters: deadLetterSink(opts.deadLetters),
     logger,
+    sweepPhase: opts.sweepPhase,
   });
   return { consumer, logger, control };
 }

@@ -224,8 +224,10 @@ export class FakeStreamsClient implements StreamsClient {
     id: string,
     blockMs?: number,
     marginMs?: number,
+    claimIdleMs?: number,
   ): Promise<RawEntry[]> {
-    const over = this.enter('readGroup', [stream, group, consumer, count, id, blockMs, marginMs]);
+    const args = [stream, group, consumer, count, id, blockMs, marginMs, claimIdleMs];
+    const over = this.enter('readGroup', args);
     if (over) return over;
     this.state(stream, group);
     if (id !== '>') return this.readOwn(stream, group, consumer, count, id);
@@ -245,8 +247,18 @@ export class FakeStreamsClient implements StreamsClient {
     blockMs?: number,
     uninterruptibleMs?: number,
     marginMs?: number,
+    claimIdleMs?: number,
   ): Promise<Map<string, RawEntry[]>> {
-    const args = [group, consumer, count, [...streams], blockMs, uninterruptibleMs, marginMs];
+    const args = [
+      group,
+      consumer,
+      count,
+      [...streams],
+      blockMs,
+      uninterruptibleMs,
+      marginMs,
+      claimIdleMs,
+    ];
     const over = this.enter('readGroups', args);
     if (over) return over;
     const collect = (): Map<string, RawEntry[]> => {

@@ -112,4 +112,25 @@ describe('triage', () => {
     expect(read.fresh.map((m) => m.attempts)).toEqual([1, 3]);
     expect(read.poison).toEqual([]);
   });
+
+  it('a read that claimed entries along (CLAIM) counts them itself: a claimed poison pill is dead-lettered, never handled', () => {
+    const read = triage(
+      [
+        { ...entry('1-0'), deliveries: 4 }, // delivered 3 times before this read
+        { ...entry('2-0'), deliveries: 2 },
+        { ...entry('3-0'), deliveries: 1 }, // new
+        entry('4-0'), // no count in the read: a first attempt
+      ],
+      null,
+      rules(),
+    );
+    expect(read.poison.map(({ entryId, attempts }) => [entryId, attempts])).toEqual([['1-0', 3]]);
+    expect(read.fresh.map((m) => [m.entryId, m.attempts])).toEqual([
+      ['2-0', 2],
+      ['3-0', 1],
+      ['4-0', 1],
+    ]);
+    // the transaction of a claimed entry is fenced by the count the read gave it
+    expect(read.fresh[0].tx).toEqual({ made: 'b-2-0/2-0/2' });
+  });
 });

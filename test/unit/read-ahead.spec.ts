@@ -4,33 +4,36 @@ import { ReadAhead } from '../../lib/consumer/read/read-ahead';
 import { FakeStreamsClient } from '../support/fake-streams-client';
 import { C, G, S, manualClock, testLoop, tick } from '../support/loop-context';
 
-function setUp() {
+function setUp(partition?: { index: number; generation: number }) {
   const clock = manualClock();
   const loop = testLoop({ batchSize: 2, minIdleMs: 1000 }, clock.now);
+  const context = partition ? { ...loop.context, partition } : loop.context;
   const fake = new FakeStreamsClient();
   fake.seedGroup(S, G);
   const heartbeat = new Heartbeat(loop.context, fake);
-  const released: Array<{ ids: readonly string[]; what: string }> = [];
+  const released: Array<{ ids: readonly string[]; what: string; counts: unknown }> = [];
   let drains = 0;
-  const ahead = new ReadAhead(loop.context, {
+  const ahead = new ReadAhead(context, {
     client: fake,
     heartbeat,
     health: { drainNeeded: () => void drains++ },
     settlement: {
-      release: async (ids, _counts, what) => void released.push({ ids: [...ids], what }),
+      release: async (ids, counts, what) => void released.push({ ids: [...ids], what, counts }),
     },
   });
   return { clock, fake, heartbeat, ahead, released, drains: () => drains };
 }
 
 describe('ReadAhead', () => {
-  it('sends one XREADGROUP > of a batch without BLOCK; take hands its entries over once', async () => {
+  it('sends one XREADGROUP > of a batch without BLOCK, claiming along what is idle past minIdleMs; take hands its entries over once', async () => {
     const { fake, ahead } = setUp();
     const ids = fake.seedJson(S, 3);
     expect(ahead.inFlight).toBe(false);
     ahead.start();
     expect(ahead.inFlight).toBe(true);
-    expect(fake.callsOf('readGroup').map((c) => c.args)).toEqual([[S, G, C, 2, '>', undefined]]);
+    expect(fake.callsOf('readGroup').map((c) => c.args)).toEqual([
+      [S, G, C, 2, '>', undefined, undefined, 1000],
+    ]);
     expect((await ahead.take()).map((e) => e.entryId)).toEqual(ids.slice(0, 2));
     expect(ahead.inFlight).toBe(false);
     expect(await ahead.take()).toEqual([]);
@@ -66,6 +69,40 @@ describe('ReadAhead', () => {
     expect(released).toEqual([]);
     ahead.start();
     await ahead.release();
-    expect(released).toEqual([{ ids, what: 'read-ahead' }]);
+    expect(released).toEqual([{ ids, what: 'read-ahead', counts: null }]);
+  });
+
+  it('at stop, entries a read ahead claimed along go back with the count they had', async () => {
+    const loop = testLoop({ batchSize: 2, minIdleMs: 1000 }, manualClock().now);
+    const released: unknown[] = [];
+    const claimed = [
+      { entryId: '1-0', fields: ['id', 'a', 'data', '1'], deliveries: 3 }, // a dead peer's
+      { entryId: '2-0', fields: ['id', 'b', 'data', '2'], deliveries: 1 }, // new
+    ];
+    const ahead = new ReadAhead(loop.context, {
+      client: { readGroup: async () => claimed },
+      heartbeat: { hold: () => undefined as never, drop: () => undefined },
+      health: { drainNeeded: () => undefined },
+      settlement: { release: async (ids, counts) => void released.push([ids, counts]) },
+    });
+    ahead.start();
+    await ahead.release();
+    expect(released).toEqual([
+      [
+        ['1-0', '2-0'],
+        new Map([
+          ['1-0', 3],
+          ['2-0', 1],
+        ]),
+      ],
+    ]);
+  });
+
+  it("a partition's read ahead claims nothing along: its dead owner's entries come through the sweep", async () => {
+    const { fake, ahead } = setUp({ index: 3, generation: 1 });
+    fake.seedJson(S, 1);
+    ahead.start();
+    expect(fake.callsOf('readGroup')[0].args[7]).toBeUndefined();
+    await ahead.take();
   });
 });

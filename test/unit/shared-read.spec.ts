@@ -263,3 +263,23 @@ describe('SharedGroupRead', () => {
     });
   });
 });
+
+describe('SharedGroupRead: claiming along (CLAIM)', () => {
+  it("a round claims along only when every loop in it asks the same minIdleMs (a partition's loop asks none)", async () => {
+    const fake = new FakeStreamsClient();
+    for (const stream of ['a', 'b', 'p']) fake.seedGroup(stream, G);
+    const read = new SharedGroupRead({ client: fake, group: G, consumer: 'c1' });
+    const a = read.member('a', 30_000);
+    const b = read.member('b', 30_000);
+    const p = read.member('p'); // a partition's loop
+    const claims = () => fake.callsOf('readGroups').map((call) => [call.args[3], call.args[7]]);
+    const both = [a.read(10, 5000, 5000), b.read(10, 5000, 5000)];
+    await tick();
+    expect(claims()).toEqual([[['a', 'b'], 30_000]]);
+    const withPartition = p.read(10, 5000, 5000);
+    await tick(80); // the round is woken for p; the next names all three
+    expect(claims().at(-1)).toEqual([['a', 'b', 'p'], undefined]);
+    await read.close();
+    await Promise.all([...both, withPartition]);
+  });
+});

@@ -11,7 +11,7 @@ import type {
   ClaimedBatch,
   LoopContext,
 } from '../context';
-import { triage, type TriagedRead, type TriageRules } from '../read';
+import { readCounts, triage, type TriagedRead, type TriageRules } from '../read';
 import type { HandlerRunner } from './handler-runner';
 import type { Heartbeat, LoopHealth, SweepPace } from '../health';
 import type { StartLimiter } from '../limits';
@@ -123,7 +123,7 @@ export class Delivery {
     const { skips } = this.parts;
     if (skips === undefined || entries.length === 0) return;
     try {
-      // a fresh read (`>`): every entry a first delivery, none a retry of ours
+      // a fresh read (`>`): first deliveries, but those it claimed along (their counts with them)
       const read = triage(entries, null, this.rules);
       this.prepared.push({ entries, read, lookUp: skips.lookUp(read.fresh, { ride: true }) });
     } catch {
@@ -161,6 +161,8 @@ export class Delivery {
   ): Promise<void> {
     const { settlement, tracing, skips } = this.parts;
     const prepared = this.takePrepared(entries, counts);
+    // entries a fresh read claimed along (CLAIM) carry their counts: settled as a reclaim's
+    counts ??= readCounts(entries);
     const read = prepared?.read ?? triage(entries, counts, this.rules);
     let messages = await this.parts.checkpoints.attach(read.fresh);
     let fields = read.freshFields;

@@ -14,6 +14,7 @@ import { LoopTransactions, OutboxForwarder } from '../commit';
 import { AckTurn, KeyAckGate, KeyLaneRunner, HeldKeys } from '../order';
 import {
   OwnConnectionRead,
+  readClaimIdleMs,
   ParkedRead,
   PauseGate,
   NEVER_PAUSED,
@@ -265,7 +266,8 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
     landed: skips ? (entries): void => delivery.prepare(entries) : undefined,
   });
   const parked = new ParkedRead(
-    config.reader ?? new OwnConnectionRead(client, stream, group, consumer),
+    config.reader ??
+      new OwnConnectionRead(client, stream, group, consumer, readClaimIdleMs(context)),
   );
   const shutdown = new Shutdown(context, {
     stopSwitch,

@@ -41,17 +41,20 @@ export interface BlockingReader {
  * "The loop").
  */
 export class OwnConnectionRead implements BlockingReader {
+  /** @param claimIdleMs its reads claim entries idle this long along (`readClaimIdleMs`). */
   constructor(
     private readonly client: StreamsClient,
     private readonly stream: string,
     private readonly group: string,
     private readonly consumer: string,
+    private readonly claimIdleMs?: number,
   ) {}
 
   read(count: number, waitMs: number, parkMs: number): Promise<RawEntry[]> {
     const block = Math.max(1, Math.min(waitMs, parkMs));
-    const { stream, group, consumer } = this;
-    return this.client.readGroup(stream, group, consumer, count, '>', block, stallMarginMs(parkMs));
+    const { stream, group, consumer, claimIdleMs } = this;
+    const margin = stallMarginMs(parkMs);
+    return this.client.readGroup(stream, group, consumer, count, '>', block, margin, claimIdleMs);
   }
 
   interrupt(mayDrop: boolean): Promise<void> {

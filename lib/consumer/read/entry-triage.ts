@@ -46,8 +46,8 @@ export interface TriagedRead {
 
 /**
  * Sorts a read into waiting retries, deleted entries, poison pills, undecodable entries and fresh
- * messages. Pure: a function of the read, its delivery counts (`null`: a fresh read, all 1) and
- * the rules.
+ * messages. Pure: a function of the read, its delivery counts (`null`: a fresh read, all 1 but
+ * those the read counted itself, `RawEntry.deliveries`) and the rules.
  */
 export function triage(
   entries: readonly RawEntry[],
@@ -65,7 +65,7 @@ export function triage(
     fresh: [],
     freshFields: [],
   };
-  for (const { entryId, fields } of entries) {
+  for (const { entryId, fields, deliveries } of entries) {
     // a retry waiting for its time is ours and pending: a read of the own PEL (or our own
     // reclaim, when the heartbeat fell behind) must not start it
     if (rules.isWaitingRetry(entryId)) {
@@ -76,7 +76,8 @@ export function triage(
       read.deleted.push(entryId);
       continue;
     }
-    const attempts = counts === null ? 1 : (counts.get(entryId) ?? 1);
+    // a read that claimed idle entries along (CLAIM) says each entry's count itself
+    const attempts = deliveries ?? (counts === null ? 1 : (counts.get(entryId) ?? 1));
     if (attempts > maxDeliveries) {
       // this read (a drain, a reclaim) reached no handler: the letter says what the poison
       // sweep would, the deliveries before it

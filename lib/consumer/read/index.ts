@@ -8,6 +8,7 @@ export * from './parked-read';
 export * from './pause-gate';
 export * from './pause-watch';
 export * from './read-ahead';
+export * from './read-claim';
 export * from './shared-read';
 export * from './shared-read-pool';
 export * from './unblock';

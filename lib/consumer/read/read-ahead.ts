@@ -2,6 +2,7 @@ import type { RawEntry, StreamsClient } from '../../redis/stream-roles';
 import type { Heartbeat, LoopHealth } from '../health';
 import type { LoopContext } from '../context';
 import type { Settlement } from '../settle';
+import { readClaimIdleMs, readCounts } from './read-claim';
 
 /** What reading ahead needs besides the context. */
 export interface ReadAheadParts {
@@ -25,7 +26,10 @@ export class ReadAhead {
   private next: Promise<RawEntry[]> | null = null;
 
   constructor(
-    private readonly context: Pick<LoopContext, 'stream' | 'group' | 'consumer' | 'options'>,
+    private readonly context: Pick<
+      LoopContext,
+      'stream' | 'group' | 'consumer' | 'options' | 'partition'
+    >,
     private readonly parts: ReadAheadParts,
   ) {}
 
@@ -38,7 +42,18 @@ export class ReadAhead {
   start(): void {
     const { client, heartbeat, health } = this.parts;
     const { stream, group, consumer, options } = this.context;
-    const next = client.readGroup(stream, group, consumer, options.batchSize, '>');
+    const { batchSize } = options;
+    const claim = readClaimIdleMs(this.context);
+    const next = client.readGroup(
+      stream,
+      group,
+      consumer,
+      batchSize,
+      '>',
+      undefined,
+      undefined,
+      claim,
+    );
     this.next = next;
     next.then(
       (entries) => {
@@ -74,7 +89,7 @@ export class ReadAhead {
     const entries = await this.take().catch(() => []);
     await this.parts.settlement.release(
       entries.map((e) => e.entryId),
-      null,
+      readCounts(entries), // those claimed along go back with the count they had
       'read-ahead',
     );
   }

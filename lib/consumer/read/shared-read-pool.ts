@@ -27,9 +27,9 @@ export class SharedReadPool {
 
   /**
    * The reader the loop on `stream`/`group` waits for new entries with (it leaves the read when
-   * it stops before the app, as a partition loop does).
+   * it stops before the app, as a partition loop does); `claimIdleMs` as `SharedGroupRead.member`.
    */
-  reader(group: string, stream: string): SharedReadMember {
+  reader(group: string, stream: string, claimIdleMs?: number): SharedReadMember {
     const key = JSON.stringify([group, this.config.partitionOf(stream)]);
     let read = this.reads.get(key);
     if (!read) {
@@ -40,7 +40,7 @@ export class SharedReadPool {
       });
       this.reads.set(key, read);
     }
-    const member = read.member(stream);
+    const member = read.member(stream, claimIdleMs);
     const shared = read;
     return {
       ...member,

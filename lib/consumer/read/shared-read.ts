@@ -1,6 +1,7 @@
 import { isReplyError } from '../../redis/redis-errors';
 import { stallMarginMs, type RawEntry, type StreamsClient } from '../../redis/stream-roles';
 import type { BlockingReader } from './blocking-read';
+import { commonClaim } from './read-claim';
 import { unblockWhileParked } from './unblock';
 
 /**
@@ -28,6 +29,8 @@ interface Waiter {
   readonly stream: string;
   readonly count: number;
   readonly parkMs: number;
+  /** Its loop's reads claim entries idle this long along (`readClaimIdleMs`), if at all. */
+  readonly claimIdleMs: number | undefined;
   /** When the loop wants its read back, entries or not (absolute, `now()` ms). */
   readonly deadline: number;
   readonly resolve: (entries: RawEntry[]) => void;
@@ -104,15 +107,18 @@ export class SharedGroupRead {
   /**
    * The reader of the loop on `stream`: one loop per stream and group at a time (asked again, the
    * same reader), until it leaves ({@link SharedReadMember.leave}); a later loop of the stream
-   * then joins anew.
+   * then joins anew. `claimIdleMs`: its reads claim entries idle this long along, in the rounds
+   * whose loops all ask the same (one XREADGROUP has one CLAIM).
    */
-  member(stream: string): SharedReadMember {
+  member(stream: string, claimIdleMs?: number): SharedReadMember {
     const joined = this.members.get(stream);
     if (joined) return joined;
     let left = false;
     const member: SharedReadMember = {
       read: (count, waitMs, parkMs) =>
-        left ? Promise.resolve([]) : this.read(member, stream, count, waitMs, parkMs),
+        left
+          ? Promise.resolve([])
+          : this.read(member, stream, { count, waitMs, parkMs, claimIdleMs }),
       interrupt: (mayDrop) => this.interrupt(member, stream, mayDrop),
       leave: () => {
         if (left) return Promise.resolve();
@@ -143,10 +149,9 @@ export class SharedGroupRead {
   private read(
     member: object,
     stream: string,
-    count: number,
-    waitMs: number,
-    parkMs: number,
+    asked: { count: number; waitMs: number; parkMs: number; claimIdleMs: number | undefined },
   ): Promise<RawEntry[]> {
+    const { count, waitMs, parkMs, claimIdleMs } = asked;
     if (this.closed) return Promise.resolve([]);
     if (this.waiting.has(stream)) {
       return Promise.reject(
@@ -160,6 +165,7 @@ export class SharedGroupRead {
         stream,
         count,
         parkMs: Math.max(1, parkMs),
+        claimIdleMs,
         deadline: this.now() + Math.max(1, waitMs),
         resolve,
         reject,
@@ -292,6 +298,7 @@ export class SharedGroupRead {
         block,
         this.size > 1 ? UNINTERRUPTIBLE_PARK_MS : undefined,
         marginMs,
+        commonClaim(members),
       );
     } catch (err) {
       replies = await this.attribute(err, members, count);

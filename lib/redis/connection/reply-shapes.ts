@@ -15,6 +15,11 @@
 export interface RawEntry {
   entryId: string;
   fields: string[] | null;
+  /**
+   * Its delivery count with this read, when the read says (an XREADGROUP ... CLAIM on Redis
+   * >= 8.4: a claimed entry's count before it plus one, a new entry's 1); absent otherwise.
+   */
+  deliveries?: number;
 }
 
 /** The entries of the one stream an XREADGROUP named; `[]` for a nil reply (a read that timed out). */
@@ -61,10 +66,15 @@ export function parseReadReplies(reply: unknown): Map<string, RawEntry[]> {
   return out;
 }
 
-/** `[id, fields]`, where `fields` is nil for an entry deleted while it was pending. */
+/**
+ * `[id, fields]`, where `fields` is nil for an entry deleted while it was pending; a read with
+ * CLAIM adds `idle, deliveries` (the count before this read: 0 for a new entry).
+ */
 export function parseEntry(item: unknown): RawEntry {
-  const pair = item as [string, string[] | null];
-  return { entryId: String(pair[0]), fields: Array.isArray(pair[1]) ? pair[1] : null };
+  const row = item as [string, string[] | null, unknown?, unknown?];
+  const fields = Array.isArray(row[1]) ? row[1] : null;
+  if (row.length < 4) return { entryId: String(row[0]), fields };
+  return { entryId: String(row[0]), fields, deliveries: Number(row[3]) + 1 };
 }
 
 /** A map reply (XINFO rows, CONFIG GET) as a Map, whether flat `[k, v, ...]` or an object. */

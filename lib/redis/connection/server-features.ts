@@ -10,11 +10,8 @@ import { isCluster } from './cluster-routing';
 /** Every feature the probe looks for, in the order they are named. */
 export const SERVER_FEATURES: readonly ServerFeature[] = ['CLAIM', 'IDMP', 'XACKDEL'];
 
-/**
- * The features this version uses where an option asks for them (docs/compatibility.md "Server
- * features"); CLAIM is detected and named, and its Redis 7 path is taken.
- */
-export const USED_SERVER_FEATURES: readonly ServerFeature[] = ['IDMP', 'XACKDEL'];
+/** The features this version uses where they apply (docs/compatibility.md "Server features"). */
+export const USED_SERVER_FEATURES: readonly ServerFeature[] = ['CLAIM', 'IDMP', 'XACKDEL'];
 
 /** What {@link probeServerFeatures} found. */
 export interface ServerFeatureProbe {

@@ -7,6 +7,7 @@ import {
   type RedisConnection,
   type CommandLink,
   parseReadReplies,
+  type ServerFeatures,
   parseReadReply,
 } from '../connection';
 import { isReplyError } from '../redis-errors';
@@ -33,10 +34,13 @@ export class ParkedReads implements BlockingReads {
   /**
    * @param link the connection the reads park on.
    * @param control another connection, used to `CLIENT UNBLOCK` a parked read.
+   * @param features the server's verbs: a read of new entries with `claimIdleMs` claims idle
+   *   entries along (CLAIM) where the server has it.
    */
   constructor(
     private readonly link: CommandLink,
     private readonly control?: RedisConnection,
+    private readonly features?: ServerFeatures,
   ) {
     // The id a CLIENT UNBLOCK needs changes with every reconnect.
     link.connection.on('close', () => (this.connectionId = undefined));
@@ -50,8 +54,9 @@ export class ParkedReads implements BlockingReads {
     id: string,
     blockMs?: number,
     marginMs?: number,
+    claimIdleMs?: number,
   ): Promise<RawEntry[]> {
-    const head: Array<string | number> = ['XREADGROUP', 'GROUP', group, consumer, 'COUNT', count];
+    const head = this.head(group, consumer, count, id === '>' ? claimIdleMs : undefined);
     const tail = ['STREAMS', stream, id];
     if (blockMs === undefined) return parseReadReply(await this.link.send([...head, ...tail]));
     return parseReadReply(await this.parkedCall(head, tail, stream, blockMs, { marginMs }));
@@ -65,13 +70,30 @@ export class ParkedReads implements BlockingReads {
     blockMs?: number,
     uninterruptibleMs?: number,
     marginMs?: number,
+    claimIdleMs?: number,
   ): Promise<Map<string, RawEntry[]>> {
-    const head: Array<string | number> = ['XREADGROUP', 'GROUP', group, consumer, 'COUNT', count];
+    const head = this.head(group, consumer, count, claimIdleMs);
     const tail = ['STREAMS', ...streams, ...streams.map(() => '>')];
     if (blockMs === undefined) return parseReadReplies(await this.link.send([...head, ...tail]));
     return parseReadReplies(
       await this.parkedCall(head, tail, streams[0], blockMs, { uninterruptibleMs, marginMs }),
     );
+  }
+
+  /**
+   * `XREADGROUP GROUP group consumer COUNT count`, then `CLAIM claimIdleMs` when asked and the
+   * server has it (docs/compatibility.md "Server features"): idle pending entries of the group
+   * come first in the reply, with their delivery counts.
+   */
+  private head(
+    group: string,
+    consumer: string,
+    count: number,
+    claimIdleMs: number | undefined,
+  ): Array<string | number> {
+    const head: Array<string | number> = ['XREADGROUP', 'GROUP', group, consumer, 'COUNT', count];
+    if (claimIdleMs !== undefined && this.features?.uses('CLAIM')) head.push('CLAIM', claimIdleMs);
+    return head;
   }
 
   async interruptRead(mayDrop = true): Promise<void> {
