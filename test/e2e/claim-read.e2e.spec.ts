@@ -9,7 +9,7 @@
 import type { Redis } from 'ioredis';
 import type { DeadLetterMessage, StreamMessage } from '../../lib';
 import { chosenServer } from '../../scripts/lib/echo-server.mjs';
-import { startedConsumers } from '../support/engine';
+import { startedConsumers, type TestConsumerOptions } from '../support/engine';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
 import { sleep, waitFor } from '../support/wait-for';
 
@@ -21,8 +21,8 @@ const consumers = startedConsumers(() => server.url);
 /** Redis 8.6 answers CLAIM; every other build of the matrix takes the sweep. */
 const NATIVE = chosenServer() === 'redis86';
 /**
- * No sweep within a test after the one at start (the second falls at the end of its minute): what
- * comes back comes with a read.
+ * No sweep within a test after the one at start (the second falls at the end of its minute), and
+ * the dead peer's entries are written after it: what comes back comes with a read.
  */
 const NO_SWEEP = { minIdleMs: 300, claimIntervalMs: 60_000 };
 const LAST_PHASE = 1;
@@ -38,14 +38,52 @@ afterAll(async () => {
   await stopAllRedisServers();
 });
 
-/** `count` entries read by consumer `dead` (pending on it, never acked); their entry ids. */
-async function deadPeerHolds(stream: string, count: number): Promise<string[]> {
+/**
+ * A consumer started on a fresh stream of group `g` (its options, the sweep a minute away), once
+ * its first beat is over (the sweep at start included: a warm-up entry was handled), with what it
+ * handled (the warm-up left out).
+ */
+async function liveConsumer(
+  stream: string,
+  extra: Partial<Omit<TestConsumerOptions, 'url' | 'stream' | 'group' | 'handle'>> = {},
+): Promise<StreamMessage<unknown>[]> {
   await redis.xgroup('CREATE', stream, 'g', '0', 'MKSTREAM');
-  for (let i = 0; i < count; i++) await redis.xadd(stream, '*', 'id', `e-${i}`, 'data', `${i}`);
-  const read = (await redis.xreadgroup('GROUP', 'g', 'dead', 'STREAMS', stream, '>')) as Array<
-    [string, Array<[string, string[]]>]
-  >;
-  return read[0][1].map(([id]) => id);
+  const handled: StreamMessage<unknown>[] = [];
+  let warm = false;
+  consumers.start({
+    stream,
+    group: 'g',
+    options: NO_SWEEP,
+    sweepPhase: LAST_PHASE,
+    ...extra,
+    handle: (m) => {
+      if (m.id === 'warm-up') warm = true;
+      else handled.push(m);
+    },
+  });
+  await redis.xadd(stream, '*', 'id', 'warm-up', 'data', '0');
+  await waitFor(() => warm, { message: 'the warm-up entry handled' });
+  return handled;
+}
+
+/**
+ * `count` entries added and read by consumer `dead` in one transaction (the live consumer's
+ * parked read cannot take them first), pending on it and never acked; the first of them
+ * delivered `firstDeliveries` times. Their entry ids.
+ */
+async function deadPeerHolds(
+  stream: string,
+  count: number,
+  firstDeliveries = 1,
+): Promise<string[]> {
+  const tx = redis.multi();
+  for (let i = 0; i < count; i++) tx.xadd(stream, '*', 'id', `e-${i}`, 'data', `${i}`);
+  tx.xreadgroup('GROUP', 'g', 'dead', 'STREAMS', stream, '>');
+  const replies = (await tx.exec())!;
+  const ids = replies.slice(0, count).map(([, id]) => String(id));
+  if (firstDeliveries > 1)
+    await redis.xclaim(stream, 'g', 'dead', 0, ids[0], 'RETRYCOUNT', firstDeliveries);
+  return ids;
 }
 
 /** Calls of `command` since the server started (INFO commandstats). */
@@ -66,33 +104,19 @@ describe('reclaim with the read (CLAIM)', () => {
       : "this server has no CLAIM: a dead peer's entries wait for the sweep",
     async () => {
       const stream = fresh();
-      const held = await deadPeerHolds(stream, 5);
+      const handled = await liveConsumer(stream);
       const autoclaims = await calls('xautoclaim');
-      const handled: StreamMessage<unknown>[] = [];
-      consumers.start({
-        stream,
-        group: 'g',
-        options: NO_SWEEP,
-        sweepPhase: LAST_PHASE,
-        handle: (m) => handled.push(m),
-      });
-      await redis.xadd(stream, '*', 'id', 'late', 'data', '"late"');
+      const held = await deadPeerHolds(stream, 5);
       if (NATIVE) {
-        await waitFor(() => handled.length === 6, { timeoutMs: 5000, message: 'all six handled' });
-        // the new entry may come first (read before the others were idle long enough)
-        const attempts = new Map(handled.map((m) => [m.id, m.attempts]));
-        expect(Object.fromEntries(attempts)).toEqual({
-          ...Object.fromEntries(held.map((_, i) => [`e-${i}`, 2])),
-          late: 1,
-        });
+        await waitFor(() => handled.length === 5, { timeoutMs: 5000, message: 'all five handled' });
+        expect(handled.map((m) => [m.entryId, m.attempts])).toEqual(held.map((id) => [id, 2]));
         await waitFor(async () => Object.keys(await pendingOn(stream)).length === 0, {
           message: 'every entry acked',
         });
         expect(await calls('xautoclaim')).toBe(autoclaims);
       } else {
-        await waitFor(() => handled.length === 1, { message: 'the new entry handled' });
-        await sleep(1500); // five times minIdleMs: the read brings nothing of the dead peer's
-        expect(handled.map((m) => m.id)).toEqual(['late']);
+        await sleep(1500); // five times minIdleMs: the reads bring nothing of the dead peer's
+        expect(handled).toEqual([]);
         expect(await pendingOn(stream)).toEqual({ dead: 5 });
       }
     },
@@ -100,16 +124,8 @@ describe('reclaim with the read (CLAIM)', () => {
 
   it("serverFeatures: 'baseline' leaves a dead peer's entries to the sweep on any server", async () => {
     const stream = fresh();
+    const handled = await liveConsumer(stream, { serverFeatures: 'baseline' });
     await deadPeerHolds(stream, 3);
-    const handled: string[] = [];
-    consumers.start({
-      stream,
-      group: 'g',
-      options: NO_SWEEP,
-      sweepPhase: LAST_PHASE,
-      serverFeatures: 'baseline',
-      handle: (m) => handled.push(m.id),
-    });
     await sleep(1500);
     expect(handled).toEqual([]);
     expect(await pendingOn(stream)).toEqual({ dead: 3 });
@@ -121,25 +137,19 @@ describe('reclaim with the read (CLAIM)', () => {
       : 'a poison pill of a dead peer waits for the sweep here',
     async () => {
       const stream = fresh();
-      const [poison, other] = await deadPeerHolds(stream, 2);
-      // the dead peer had it delivered three times
-      await redis.xclaim(stream, 'g', 'dead', 0, poison, 'RETRYCOUNT', 3);
-      const handled: string[] = [];
       const letters: DeadLetterMessage[] = [];
-      consumers.start({
-        stream,
-        group: 'g',
+      const handled = await liveConsumer(stream, {
         options: { ...NO_SWEEP, maxDeliveries: 3 },
-        sweepPhase: LAST_PHASE,
-        handle: (m) => handled.push(m.entryId),
         deadLetters: [(letter) => letters.push(letter)],
       });
+      // the dead peer had the first one delivered three times
+      const [poison, other] = await deadPeerHolds(stream, 2, 3);
       if (NATIVE) {
         await waitFor(() => letters.length === 1 && handled.length === 1, {
           timeoutMs: 5000,
           message: 'the letter and the other entry',
         });
-        expect(handled).toEqual([other]);
+        expect(handled.map((m) => m.entryId)).toEqual([other]);
         expect(letters.map((l) => [l.entryId, l.attempts, l.reason])).toEqual([
           [poison, 3, 'max_deliveries'],
         ]);
