@@ -5,52 +5,42 @@
  * matrix the same cases prove the script path is the one taken.
  */
 import 'reflect-metadata';
-import type { INestApplication } from '@nestjs/common';
-import { Module } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { StreamProducer, type EchoStreamModuleOptions } from '../../lib';
+import { mapReply } from '../../lib/redis/connection/reply-shapes';
 import { chosenServer } from '../../scripts/lib/echo-server.mjs';
-import { CaptureLogger, createEchoStreamApp } from '../faults/support/nest-app';
+import { CaptureLogger } from '../faults/support/nest-app';
+import { bootApp, closeApps } from '../support/lifecycle-apps';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
 
 let server: RedisServer;
 let redis: Redis;
 let seq = 0;
 const fresh = (): string => `idmp-${process.pid}-${++seq}`;
-const apps: INestApplication[] = [];
 /** Redis 8.6 answers IDMP; every other build of the matrix takes the script. */
 const NATIVE = chosenServer() === 'redis86';
-
-@Module({})
-class NoHandlers {}
 
 beforeAll(async () => {
   server = await RedisServer.start();
   redis = server.client();
 });
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close()));
-});
+afterEach(closeApps);
 afterAll(async () => {
   await stopAllRedisServers();
 });
 
+/** The producer of an app of the module on the test server (no handlers). */
 async function producerOn(
   extra: EchoStreamModuleOptions = {},
   logger = new CaptureLogger(),
 ): Promise<StreamProducer> {
-  const app = await createEchoStreamApp({ connection: server.url, ...extra }, NoHandlers, logger);
-  apps.push(app);
-  await app.init();
+  const { app } = await bootApp({ connection: server.url, ...extra }, [], logger);
   return app.get(StreamProducer);
 }
 
 /** XINFO STREAM as a map (the IDMP fields are absent on servers without it). */
 async function info(stream: string): Promise<Map<string, unknown>> {
-  const flat = (await redis.call('XINFO', 'STREAM', stream)) as unknown[];
-  const out = new Map<string, unknown>();
-  for (let i = 0; i + 1 < flat.length; i += 2) out.set(String(flat[i]), flat[i + 1]);
-  return out;
+  return mapReply(await redis.call('XINFO', 'STREAM', stream));
 }
 
 /** The script's index keys of `stream` (one per id it wrote within the window). */
