@@ -22,7 +22,7 @@ end`;
  * MAXLEN (`''`: no trimming), ARGV[3] `'1'` to rewrite a repeat's index key (same value, same
  * expiry: a write, so a WAIT after the call counts the replicas that have the first write too;
  * `''`: a repeat writes nothing), then per item its field count and its fields. Returns per item
- * its entry id and 1 when this call wrote it, 0 when it answered an earlier write.
+ * its entry id: the one written now, or the earlier write's for a repeat.
  */
 export const IDEMPOTENT_ADD_SCRIPT = `
 local window = ARGV[1]
@@ -36,7 +36,6 @@ for i = 2, #KEYS do
   if seen then
     if touch then redis.call('SET', KEYS[i], seen, 'KEEPTTL') end
     out[#out + 1] = seen
-    out[#out + 1] = 0
   else
     local args = { 'XADD', KEYS[1] }
 ${LUA_TRIM_ARGS}
@@ -45,7 +44,6 @@ ${LUA_TRIM_ARGS}
     local entryId = redis.call(unpack(args))
     redis.call('SET', KEYS[i], entryId, 'PX', window)
     out[#out + 1] = entryId
-    out[#out + 1] = 1
   end
   at = at + count + 1
 end

@@ -76,7 +76,7 @@ export class RedisStreamWrites implements StreamWrites, DurableWrites, Idempoten
     }
     const args = idempotentArgs(stream, items, windowMs, maxLen, false);
     const reply = await this.link.sendScript(IDEMPOTENT_ADD_SCRIPT, IDEMPOTENT_ADD_SHA, args);
-    return idempotentAnswers(reply, items.length);
+    return idempotentAnswers(reply);
   }
 
   async addIdempotentReplicated(
@@ -120,7 +120,7 @@ export class RedisStreamWrites implements StreamWrites, DurableWrites, Idempoten
       entryIds: ([result]) => {
         const [err, reply] = result;
         if (err) throw this.link.monitor.explain(err, 'EVAL');
-        return idempotentAnswers(reply, items.length).map((answer) => answer.entryId);
+        return idempotentAnswers(reply).map((answer) => answer.entryId);
       },
       cluster: isCluster(redis) ? redis : undefined,
     };
@@ -249,10 +249,9 @@ function idempotentArgs(
   return args;
 }
 
-/** The script's flat reply: an entry id and a written flag per item (the flag unused here). */
-function idempotentAnswers(reply: unknown, count: number): IdempotentAdd[] {
-  const flat = reply as unknown[];
-  return Array.from({ length: count }, (_, i) => ({ entryId: String(flat[2 * i]) }));
+/** The script's reply: an entry id per item, in order. */
+function idempotentAnswers(reply: unknown): IdempotentAdd[] {
+  return (reply as unknown[]).map((entryId) => ({ entryId: String(entryId) }));
 }
 
 function addArgs(
