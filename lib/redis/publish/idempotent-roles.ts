@@ -19,8 +19,9 @@ export interface IdempotentAdd {
 /** XADDs that write an id once per window (`publish(..., { idempotent: true })`). */
 export interface IdempotentWrites {
   /**
-   * On Redis 8.6, one pipeline of XADD ... IDMP (the server keeps the ids; see `IdmpStreams`);
-   * elsewhere one script call (EVALSHA, EVAL on NOSCRIPT) writing the items of `items` whose branded id
+   * On Redis 8.6, one XADD ... IDMP, or for several items one call of the IDMP-add script (the
+   * server keeps the ids; see `IdmpStreams`); elsewhere one script call (EVALSHA, EVAL on
+   * NOSCRIPT) writing the items of `items` whose branded id
    * was not written to `stream` within `windowMs`, atomically on the server; one answer per
    * item, in order. The index keys share the stream's hash slot.
    */
