@@ -10,7 +10,7 @@ import type { Redis } from 'ioredis';
 import type { DeadLetterMessage, StreamMessage } from '../../lib';
 import { chosenServer } from '../../scripts/lib/echo-server.mjs';
 import { startedConsumers, type TestConsumerOptions } from '../support/engine';
-import { RedisServer, stopAllRedisServers } from '../support/redis-server';
+import { commandCalls, RedisServer, stopAllRedisServers } from '../support/redis-server';
 import { sleep, waitFor } from '../support/wait-for';
 
 let server: RedisServer;
@@ -86,11 +86,8 @@ async function deadPeerHolds(
   return ids;
 }
 
-/** Calls of `command` since the server started (INFO commandstats). */
-async function calls(command: string): Promise<number> {
-  const info = await redis.info('commandstats');
-  return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(info)?.[1] ?? 0);
-}
+/** Calls of `command` the test server served so far. */
+const calls = (command: string): Promise<number> => commandCalls(redis, command);
 
 async function pendingOn(stream: string): Promise<Record<string, number>> {
   const summary = (await redis.xpending(stream, 'g')) as [number, string, string, string[][]];

@@ -22,7 +22,7 @@ import {
 import { chosenServer } from '../../scripts/lib/echo-server.mjs';
 import { startedConsumers } from '../support/engine';
 import { CaptureLogger, createEchoStreamApp } from '../faults/support/nest-app';
-import { RedisServer, stopAllRedisServers } from '../support/redis-server';
+import { commandCalls, RedisServer, stopAllRedisServers } from '../support/redis-server';
 import { sleep, waitFor } from '../support/wait-for';
 
 let server: RedisServer;
@@ -58,11 +58,8 @@ async function pending(stream: string, group: string): Promise<number> {
   return Number(((await redis.xpending(stream, group)) as [number])[0]);
 }
 
-/** Calls of `command` since the last CONFIG RESETSTAT (INFO commandstats). */
-async function calls(command: string): Promise<number> {
-  const info = await redis.info('commandstats');
-  return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(info)?.[1] ?? 0);
-}
+/** Calls of `command` the test server served so far. */
+const calls = (command: string): Promise<number> => commandCalls(redis, command);
 
 describe('deleteOnAck: true', () => {
   it('removes each entry with its acknowledgement: the stream ends empty, a dead letter too (its copy in the dead-letter stream)', async () => {

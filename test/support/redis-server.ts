@@ -599,3 +599,9 @@ export async function stopAllRedisServers(): Promise<void> {
   const servers = [...registry().servers];
   await Promise.all(servers.map((s) => s.stop()));
 }
+
+/** Calls of `command` (`xack`, `client|unblock`) the server served since it started (INFO commandstats). */
+export async function commandCalls(redis: Redis, command: string): Promise<number> {
+  const info = await redis.info('commandstats');
+  return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(info)?.[1] ?? 0);
+}
