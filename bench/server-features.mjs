@@ -83,15 +83,27 @@ try {
     `server-features bench: Node ${process.version}, ${process.env.ECHO_SERVER} (redis_version ` +
       `${version}), ${ROUNDS} rounds of ${fmt(N)} entries per drain (${new Date().toISOString()})`,
   );
-  const fill = async (stream, deadPeer, admin = redis.admin) => {
+  /**
+   * One drain of `drain` on `server` (its `admin`, `url`, `pid`) over a stream of its own, filled
+   * (and read by a dead peer when `drain.deadPeer`) first, deleted after; its figures.
+   */
+  const drainOn = async (server, stream, drain) => {
     for (let i = 0; i < N; i += 500) {
-      const pipeline = admin.pipeline();
+      const pipeline = server.admin.pipeline();
       for (let j = i; j < Math.min(N, i + 500); j++)
         pipeline.xadd(stream, '*', 'id', brandedId(), 'data', JSON.stringify(makePayload(j)));
       await pipeline.exec();
     }
-    await admin.xgroup('CREATE', stream, 'g', '0');
-    if (deadPeer) await admin.xreadgroup('GROUP', 'g', 'dead', 'STREAMS', stream, '>');
+    await server.admin.xgroup('CREATE', stream, 'g', '0');
+    if (drain.deadPeer) await server.admin.xreadgroup('GROUP', 'g', 'dead', 'STREAMS', stream, '>');
+    const { variant, serverFeatures } = drain;
+    const cfg = { lib: LIB, url: server.url, stream, group: 'g', n: N, redisPid: server.pid };
+    const result = await skipDrain({ ...cfg, variant, serverFeatures });
+    const left = await server.admin.xlen(stream);
+    if (variant === 'deleteOnAck' && left !== 0)
+      throw new Error(`${drain.name}: ${left} entries left in the stream`);
+    await server.admin.del(stream);
+    return result;
   };
   // without CLAIM (Redis 7, Valkey) only the sweep can bring a dead peer's entries
   const docs = JSON.stringify(await admin.call('COMMAND', 'DOCS', 'XREADGROUP'));
@@ -101,23 +113,9 @@ try {
   for (let r = 0; r < ROUNDS; r++) {
     for (const drain of rotate(drains, r)) {
       const stream = `drain-${r}-${drain.variant}-${drain.serverFeatures}`;
-      await fill(stream, drain.deadPeer);
-      const cfg = { lib: LIB, url: redis.url, stream, group: 'g', n: N, redisPid: redis.pid };
-      const { variant, serverFeatures } = drain;
-      const result = await skipDrain({ ...cfg, variant, serverFeatures });
-      const left = await admin.xlen(stream);
-      if (drain.variant === 'deleteOnAck' && left !== 0)
-        throw new Error(`${drain.name}: ${left} entries left in the stream`);
-      results.get(drain.name).push(result);
-      await admin.del(stream);
+      results.get(drain.name).push(await drainOn(redis, stream, drain));
     }
-    if (beside) {
-      const stream = `drain-${r}-redis7`;
-      await fill(stream, false, beside.admin);
-      const cfg = { lib: LIB, url: beside.url, stream, group: 'g', n: N, redisPid: beside.pid };
-      redis7Plain.push(await skipDrain({ ...cfg, variant: 'plain' }));
-      await beside.admin.del(stream);
-    }
+    if (beside) redis7Plain.push(await drainOn(beside, `drain-${r}-redis7`, DRAINS[0]));
   }
   const plain = results.get('plain').map((d) => d.rate);
   console.log(
