@@ -11,6 +11,7 @@ export {
   brandedId,
   brandedIdTime,
   BrandedIdGenerator,
+  type BrandedIdGeneratorOptions,
   derivedBrandedId,
   isBrandedId,
 } from './codec/branded-id';

@@ -79,7 +79,8 @@ export interface EchoStreamModuleOptions {
   idempotencyWindowMs?: number;
   /**
    * `'auto'`: use a newer server's verbs where the module has them in use and they keep the same
-   * guarantee (XACKDEL for `deleteOnAck`), asked once per connection (every master of a Cluster);
+   * guarantee (CLAIM on reads of new entries, IDMP for `idempotent` publishes, XACKDEL for
+   * `deleteOnAck`), asked once per connection (every master of a Cluster);
    * `'baseline'`: the Redis 7 path on any server.
    * @default 'auto'
    * @see docs/compatibility.md "Server features"

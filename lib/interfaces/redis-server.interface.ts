@@ -62,8 +62,9 @@ export interface ServerFeatureReport {
   /** The features the server answers (every master of a Cluster); `[]` under `'baseline'`. */
   readonly available: readonly ServerFeature[];
   /**
-   * The features this version of the module uses where an option asks for them (XACKDEL:
-   * `deleteOnAck`); the others are detected, and their Redis 7 path is taken.
+   * The features this version of the module uses where the server has them: CLAIM (reads of new
+   * entries claim idle ones along), IDMP (`idempotent` publishes), XACKDEL (`deleteOnAck`);
+   * `[]` under `'baseline'`.
    */
   readonly used: readonly ServerFeature[];
   /** Why the server could not be asked (COMMAND refused by an ACL, a lost link); absent if it was. */
