@@ -10,7 +10,7 @@ import tseslint from 'typescript-eslint';
  */
 const LAYERS = [
   ['module'], // the Nest glue: the modules that wire everything below
-  ['cli', 'dashboard'], // surfaces built on other surfaces
+  ['cli', 'dashboard', 'microservices'], // surfaces built on other surfaces (microservices: the Nest transport)
   ['admin', 'stats', 'producer'], // surfaces
   ['runtime'], // orchestrator, registry, connections, lifecycle runner
   ['discovery'], // decorators -> plain handler definitions
@@ -28,7 +28,10 @@ const LAYERS = [
 const NO_NEST = new Set(['consumer', 'redis', 'codec', 'config', 'errors', 'interfaces']);
 
 /** Surfaces: they reach lib/redis only through its role interfaces (type imports). */
-const SURFACES = new Set(['cli', 'dashboard', 'admin', 'stats', 'producer']);
+const SURFACES = new Set(['cli', 'dashboard', 'microservices', 'admin', 'stats', 'producer']);
+
+/** The one folder that imports `@nestjs/microservices` (an optional peer, loaded only there). */
+const MICROSERVICES = 'microservices';
 
 const folderRules = LAYERS.flatMap((row, level) =>
   row.map((folder) => {
@@ -50,6 +53,12 @@ const folderRules = LAYERS.flatMap((row, level) =>
       patterns.push({
         group: ['@nestjs/*'],
         message: `lib/${folder} is plain TypeScript: no Nest (docs/ARCHITECTURE.md, "Layers").`,
+      });
+    }
+    if (folder !== MICROSERVICES) {
+      patterns.push({
+        group: ['@nestjs/microservices', '@nestjs/microservices/*'],
+        message: `Only lib/${MICROSERVICES} imports @nestjs/microservices, an optional peer (docs/ARCHITECTURE.md, "Layers").`,
       });
     }
     if (SURFACES.has(folder)) {

@@ -31,3 +31,20 @@ export interface DeadLetterDefinition {
   name: string;
   method: (letter: DeadLetterMessage) => unknown;
 }
+
+/**
+ * Where the orchestrator's handlers come from: the explorer's discovered methods, or the
+ * microservices transport's patterns (internal).
+ */
+export interface HandlerSource {
+  readonly handlers: readonly HandlerDefinition[];
+  readonly deadLetters: readonly DeadLetterDefinition[];
+}
+
+/**
+ * Builds the call the engine makes for one handler: the Nest pipeline of a discovered method
+ * (`HandlerPipelineFactory`), or the microservices transport's call of Nest's own handler (internal).
+ */
+export interface HandlerCalls {
+  build(definition: HandlerDefinition, batch: boolean): (arg: never) => unknown;
+}

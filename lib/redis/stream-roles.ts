@@ -265,6 +265,15 @@ export interface StreamWrites {
   remove(stream: string, ids: readonly string[]): Promise<number>;
 }
 
+/**
+ * The expiry of a key (the reply streams of the microservices transport, which go away with an idle
+ * client). Not part of `StreamsClient`: only `RedisStreamsClient` has it.
+ */
+export interface KeyExpiry {
+  /** PEXPIRE `key` `ttlMs`; `false` when the key does not exist. */
+  expire(key: string, ttlMs: number): Promise<boolean>;
+}
+
 /** XADDs that wait for replicas (`publish(..., { replicas })`). */
 export interface DurableWrites {
   /**

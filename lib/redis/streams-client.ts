@@ -32,6 +32,7 @@ import type {
   Browsing,
   StreamBrowsing,
   DurableWrites,
+  KeyExpiry,
   SkipRecords,
   StreamQueries,
   StreamsClient,
@@ -118,12 +119,12 @@ type Args<F> = F extends (...args: infer A) => unknown ? A : never;
  * (`open` with `wakeVia`, `slotKeyOf`, `browser`, `lifecycle`, `listenerCount`).
  */
 export class RedisStreamsClient
-  implements StreamsClient, DurableWrites, IdempotentWrites, Browsing
+  implements StreamsClient, DurableWrites, IdempotentWrites, Browsing, KeyExpiry
 {
   private readonly commandLink: CommandLink;
   private readonly reads: BlockingReads;
   private readonly commands: RedisLoopCommands;
-  private readonly writes: StreamWrites & DurableWrites & IdempotentWrites;
+  private readonly writes: StreamWrites & DurableWrites & IdempotentWrites & KeyExpiry;
   private readonly queries: StreamQueries;
   /** The pause switch of groups (docs/operations.md "Pausing a group"), on this link. */
   readonly pauses: RedisGroupPauses;
@@ -328,6 +329,18 @@ export class RedisStreamsClient
 
   addIdempotentReplicated(...args: Args<IdempotentWrites['addIdempotentReplicated']>) {
     return this.writes.addIdempotentReplicated(...args);
+  }
+
+  expire(...args: Args<KeyExpiry['expire']>) {
+    return this.writes.expire(...args);
+  }
+
+  /**
+   * The connection itself, for the one contract that asks for it: `unwrap()` of Nest's transport
+   * server and client (`lib/microservices/`). Commands sent on it bypass the link's deadline rule.
+   */
+  unwrap(): RedisConnection {
+    return this.redis;
   }
 
   remove(...args: Args<StreamsClient['remove']>) {

@@ -21,7 +21,12 @@ import {
 } from '../consumer';
 import { EchoStreamConnections } from './echo-stream.connections';
 import { ECHO_STREAM_OPTIONS } from '../config/constants';
-import type { DeadLetterDefinition, HandlerDefinition } from '../config/handler-definitions';
+import type {
+  DeadLetterDefinition,
+  HandlerCalls,
+  HandlerDefinition,
+  HandlerSource,
+} from '../config/handler-definitions';
 import { EchoStreamExplorer } from '../discovery/echo-stream.explorer';
 import { messages } from '../config/messages';
 import type { ResolvedModuleOptions } from '../config/module-options';
@@ -68,11 +73,17 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
   /** `@opentelemetry/api`, when installed: handler calls then run in CONSUMER spans. */
   private readonly otel = loadOtel();
 
+  /**
+   * @param explorer the handlers to run: the explorer's in the module; the microservices
+   *   transport (`EchoStreamServer`) builds an orchestrator of its own over its patterns.
+   * @param pipelines the call of each handler: the Nest pipeline in the module, Nest's own
+   *   handler of the pattern in the transport.
+   */
   constructor(
-    private readonly explorer: EchoStreamExplorer,
+    @Inject(EchoStreamExplorer) private readonly explorer: HandlerSource,
     private readonly registry: ConsumerRegistry,
     private readonly connections: EchoStreamConnections,
-    private readonly pipelines: HandlerPipelineFactory,
+    @Inject(HandlerPipelineFactory) private readonly pipelines: HandlerCalls,
     @Inject(ECHO_STREAM_OPTIONS) private readonly options: ResolvedModuleOptions,
   ) {}
 

@@ -7,7 +7,13 @@ import { IDMP_ADD_SCRIPT, IDMP_ADD_SHA } from './idmp-add.script';
 import type { IdmpStreams } from './idmp-streams';
 import { idmpAddOf, idmpEntryIds, idmpPipelinedCommand, idmpScriptArgs } from './idmp-writes';
 import { weakest, writeThenWait, type WritePipeline } from './replicated-write';
-import type { DurableWrites, ReplicatedWrite, StreamWrites, WriteItem } from '../stream-roles';
+import type {
+  DurableWrites,
+  KeyExpiry,
+  ReplicatedWrite,
+  StreamWrites,
+  WriteItem,
+} from '../stream-roles';
 
 /** One command of a pipeline: its name, then its arguments. */
 type Command = Array<string | number>;
@@ -18,7 +24,7 @@ type Command = Array<string | number>;
  * Idempotent writes go through the server's IDMP where `idmp` says a stream takes them, else
  * through the idempotent-add script.
  */
-export class RedisStreamWrites implements StreamWrites, DurableWrites, IdempotentWrites {
+export class RedisStreamWrites implements StreamWrites, DurableWrites, IdempotentWrites, KeyExpiry {
   constructor(
     private readonly link: CommandLink,
     private readonly idmp?: IdmpStreams,
@@ -125,6 +131,10 @@ export class RedisStreamWrites implements StreamWrites, DurableWrites, Idempoten
       cluster: isCluster(redis) ? redis : undefined,
     };
     return writeThenWait(pipeline, items, replicas, timeoutMs);
+  }
+
+  async expire(key: string, ttlMs: number): Promise<boolean> {
+    return Number(await this.link.send(['PEXPIRE', key, ttlMs])) === 1;
   }
 
   async remove(stream: string, ids: readonly string[]): Promise<number> {

@@ -1,0 +1,146 @@
+import { Logger } from '@nestjs/common';
+import { CustomTransportStrategy, Server } from '@nestjs/microservices';
+import type { HandlerCalls, HandlerSource } from '../config/handler-definitions';
+import { EchoStreamConnections } from '../runtime/echo-stream.connections';
+import { EchoStreamOrchestrator } from '../runtime/echo-stream.orchestrator';
+import { ConsumerRegistry } from '../runtime/echo-stream.registry';
+import {
+  resolveServerOptions,
+  type EchoStreamServerOptions,
+  type ResolvedServerOptions,
+} from './microservice-options';
+import { PatternCall } from './pattern-call';
+import { patternRoutes } from './pattern-routes';
+import { ReplyWriter } from './reply-writer';
+import { watchStatus, type EchoStreamConnectionEvents, type EchoStreamStatus } from './link-status';
+
+/** What one `listen()` built: the connections and the loops. */
+interface Running {
+  connections: EchoStreamConnections;
+  orchestrator: EchoStreamOrchestrator;
+}
+
+/** The engine calls what the transport built: each definition's method is Nest's handler call. */
+const DIRECT_CALLS: HandlerCalls = { build: (definition) => definition.method };
+
+/**
+ * A Nest microservices transport on Redis Streams consumer groups
+ * (`NestFactory.createMicroservice(AppModule, { strategy: new EchoStreamServer({ group }) })`):
+ * each `@EventPattern` / `@MessagePattern` pattern is a stream, and each (pattern, group) one
+ * managed loop of the engine `@StreamHandler` methods run on: at-least-once, retries with backoff,
+ * dead letters, reclaim of a dead peer's entries, partitions, dedup, graceful stop.
+ * `@EventPattern(pattern, { group, ...StreamHandlerOptions })` sets the loop's options.
+ */
+export class EchoStreamServer
+  extends Server<EchoStreamConnectionEvents, EchoStreamStatus>
+  implements CustomTransportStrategy
+{
+  /** The transport awaits every handler and judges its failure itself (no "unhandled" log). */
+  override readonly propagatesEventHandlerErrors = true;
+  private readonly options: ResolvedServerOptions;
+  private readonly own = new Logger(EchoStreamServer.name);
+  private running: Running | undefined;
+  private closing: Promise<void> | undefined;
+  private readonly pendingListeners: Array<{
+    event: string;
+    callback: (...args: unknown[]) => void;
+  }> = [];
+
+  /** @throws EchoStreamConfigError on a bad option (`group` is required). */
+  constructor(options: EchoStreamServerOptions) {
+    super();
+    this.options = resolveServerOptions(options);
+  }
+
+  /**
+   * Starts one loop per (pattern, group) of the registered handlers; `callback` gets the error of
+   * a bad pattern or handler option, or of the start-up checks (partition counts, `deleteOnAck`).
+   */
+  listen(callback: (err?: unknown) => void): void {
+    this.start().then(
+      () => callback(),
+      (err: unknown) => callback(err),
+    );
+  }
+
+  private async start(): Promise<void> {
+    if (this.running) return;
+    const { module, group, streamOf } = this.options;
+    const routes = patternRoutes(this.getHandlers(), group, streamOf);
+    const connections = new EchoStreamConnections(module);
+    const replies = new ReplyWriter(() => connections.client);
+    const calls = routes.map(
+      (route) => new PatternCall(route, replies, new Logger(`${route.stream}/${route.group}`)),
+    );
+    const source: HandlerSource = {
+      handlers: calls.map((call) => call.definition(module.defaults)),
+      deadLetters: calls.flatMap((call) => call.deadLetter() ?? []),
+    };
+    const orchestrator = new EchoStreamOrchestrator(
+      source,
+      new ConsumerRegistry(),
+      connections,
+      DIRECT_CALLS,
+      module,
+    );
+    this.running = { connections, orchestrator };
+    watchStatus(
+      connections.client.unwrap(),
+      (status) => this._status$.next(status),
+      () => this.closing !== undefined,
+    );
+    for (const { event, callback } of this.pendingListeners.splice(0))
+      connections.client.unwrap().on(event, callback);
+    try {
+      await orchestrator.onApplicationBootstrap();
+    } catch (err) {
+      await this.close();
+      throw err;
+    }
+    this.own.log(`Listening on ${routes.length} stream(s) as group '${group}'`);
+  }
+
+  /**
+   * Stops the loops as the module's stop does (entries in hand finish, within
+   * `shutdownTimeoutMs`; the rest go back to the group), then closes the connections. Idempotent.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.stop();
+    return this.closing;
+  }
+
+  private async stop(): Promise<void> {
+    const running = this.running;
+    if (!running) return;
+    try {
+      await running.orchestrator.stop();
+    } finally {
+      await running.connections.onApplicationShutdown();
+      this._status$.next('disconnected');
+    }
+  }
+
+  /**
+   * Listens to an event of the shared connection (ioredis's `ready`, `error`, `reconnecting`,
+   * ...); before `listen()`, once it has opened it.
+   */
+  on<
+    EventKey extends keyof EchoStreamConnectionEvents = keyof EchoStreamConnectionEvents,
+    EventCallback extends EchoStreamConnectionEvents[EventKey] =
+      EchoStreamConnectionEvents[EventKey],
+  >(event: EventKey, callback: EventCallback): void {
+    const listener = callback as (...args: unknown[]) => void;
+    if (this.running) this.running.connections.client.unwrap().on(event, listener);
+    else this.pendingListeners.push({ event, callback: listener });
+  }
+
+  /** The shared ioredis connection (a `Redis` or a `Cluster`), once `listen()` ran. */
+  unwrap<T>(): T {
+    if (!this.running)
+      throw new Error(
+        'Not initialized. Please call the "listen"/"startAllMicroservices" method before ' +
+          'accessing the server.',
+      );
+    return this.running.connections.client.unwrap() as T;
+  }
+}
