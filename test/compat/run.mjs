@@ -24,6 +24,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { children, run, tail } from '../../scripts/lib/child-commands.mjs';
 import { startThrowawayRedis } from '../../scripts/lib/throwaway-redis.mjs';
 import { serverCommand } from '../../scripts/lib/echo-server.mjs';
 
@@ -40,40 +41,10 @@ const APPS = [
   { name: 'esm-nest12', nest: '12', entry: 'main.mjs', kind: 'ESM import' },
 ];
 
-const children = new Set();
 let tmpRoot;
 
 function elapsed(since) {
   return `${((Date.now() - since) / 1000).toFixed(1)}s`;
-}
-
-/** Runs a command to completion; rejects with its output when it exits non-zero. */
-function run(cmd, args, opts = {}) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], ...opts });
-    children.add(child);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', (err) => {
-      children.delete(child);
-      reject(new Error(`${cmd}: ${err.message}`));
-    });
-    child.on('close', (code, signal) => {
-      children.delete(child);
-      if (code === 0) return resolve({ stdout, stderr });
-      reject(
-        new Error(
-          `${cmd} ${args.join(' ')} exited with ${signal ?? code}\n${tail(stdout + stderr, 40)}`,
-        ),
-      );
-    });
-  });
-}
-
-function tail(text, lines = 20) {
-  return text.trimEnd().split('\n').slice(-lines).join('\n');
 }
 
 /** A throw-away redis-server (no persistence) on a free loopback port, plus redis-cli on it. */
