@@ -41,10 +41,10 @@ export class PatternCall {
       );
       return;
     }
-    // the entry as the handler should see it: the user's payload, everything else the engine's
-    const own = Object.create(message, {
-      payload: { value: payload, enumerable: true },
-    }) as StreamMessage<unknown>;
+    // the entry as the handler should see it: the user's payload, everything else the engine's.
+    // A copy of its own properties (the engine's messages are plain objects of one shape), never
+    // Object.create(message): a fresh message as a prototype cost ~5 µs and garbage per entry
+    const own: StreamMessage<unknown> = { ...message, payload };
     const context = new EchoStreamContext([own, this.route.pattern]);
     let value: unknown;
     try {

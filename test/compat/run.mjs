@@ -13,7 +13,14 @@
  * and asserts that the app handled exactly that payload, closed and exited 0 on its own (no open
  * handles), and that XPENDING of the group is 0 afterwards. The apps do not install the optional
  * peer prom-client: `prometheus()` must work and the `metrics` option must fail bootstrap with a
- * clear error. One line per app; exit 1 on a failure.
+ * clear error. Then the app's microservice (microservice.js / .mjs, with that major of the optional
+ * peer @nestjs/microservices installed too) loads `nestjs-echo-stream/microservices` the same way
+ * (the subpath export, `require` or `import` condition) and runs an `EchoStreamServer` with one
+ * `@EventPattern` and one `@MessagePattern` handler; its `EchoStreamClient` (built by
+ * `ClientsModule`, `customClass`) emits one event and sends one request: the event must be handled
+ * with its payload, the reply must equal what the handler returned, the microservice must close
+ * and exit 0 on its own, and XPENDING of both streams must be 0. One line per app; exit 1 on a
+ * failure.
  *
  * Needs: a built dist/ (built here when missing), network or a warm npm cache (installs use
  * --prefer-offline), redis-server and redis-cli on PATH. KEEP_COMPAT_TMP=1 keeps the temp dir.
@@ -37,9 +44,29 @@ const GROUP = 'compat';
 
 /** The app templates (directories beside this file). */
 const APPS = [
-  { name: 'cjs-nest11', nest: '11', entry: 'main.js', kind: 'CommonJS require()' },
-  { name: 'esm-nest12', nest: '12', entry: 'main.mjs', kind: 'ESM import' },
+  {
+    name: 'cjs-nest11',
+    nest: '11',
+    entry: 'main.js',
+    microservice: 'microservice.js',
+    kind: 'CommonJS require()',
+  },
+  {
+    name: 'esm-nest12',
+    nest: '12',
+    entry: 'main.mjs',
+    microservice: 'microservice.mjs',
+    kind: 'ESM import',
+  },
 ];
+/** The microservice's streams (one per pattern), its group, and what it emits and sends. */
+const MS = {
+  events: 'compat-ms-events',
+  quotes: 'compat-ms-quotes',
+  group: 'compat-ms',
+  event: { sku: 'A-1', qty: 2 },
+  request: { n: 21 },
+};
 
 let tmpRoot;
 
@@ -60,10 +87,13 @@ async function startRedis(dir) {
   };
 }
 
-/** Runs the app, publishes once it is ready, and collects its output and exit. */
-function runApp(app, dir, redis) {
+/**
+ * Runs a script of the app, calls `onReady` once it prints `readyLine`, and collects its output
+ * and exit; after `closedLine` it must exit within EXIT_AFTER_CLOSE_MS.
+ */
+function runScript(entry, dir, redis, { readyLine, closedLine, onReady = async () => {} }) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [app.entry], {
+    const child = spawn(process.execPath, [entry], {
       cwd: dir,
       env: { ...process.env, REDIS_URL: redis.url, NODE_OPTIONS: '' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -71,7 +101,7 @@ function runApp(app, dir, redis) {
     children.add(child);
     let stdout = '';
     let stderr = '';
-    let published = false;
+    let ready = false;
     let closedAt;
     const fail = (why) => {
       child.kill('SIGKILL');
@@ -81,18 +111,16 @@ function runApp(app, dir, redis) {
     let closeTimer;
     child.stdout.on('data', (d) => {
       stdout += d;
-      if (!published && /^ready /m.test(stdout)) {
-        published = true;
-        redis
-          .cli('XADD', STREAM, '*', 'id', 'evt-1', 'data', '{"a":1}')
-          .catch((err) => fail(`XADD failed: ${err.message}`));
+      if (!ready && readyLine.test(stdout)) {
+        ready = true;
+        onReady().catch((err) => fail(err.message));
       }
-      if (closedAt === undefined && /^closed$/m.test(stdout)) {
+      if (closedAt === undefined && closedLine.test(stdout)) {
         closedAt = Date.now();
         closeTimer = setTimeout(
           () =>
             fail(
-              `printed 'closed' but did not exit within ${EXIT_AFTER_CLOSE_MS} ms: open handles after app.close()`,
+              `${entry} printed '${closedLine.source.replace(/[$^]/g, '')}' but did not exit within ${EXIT_AFTER_CLOSE_MS} ms: open handles after app.close()`,
             ),
           EXIT_AFTER_CLOSE_MS,
         );
@@ -104,7 +132,7 @@ function runApp(app, dir, redis) {
       children.delete(child);
       clearTimeout(timer);
       clearTimeout(closeTimer);
-      if (code !== 0) return fail(`app exited with ${signal ?? code}`);
+      if (code !== 0) return fail(`${entry} exited with ${signal ?? code}`);
       resolve({ stdout, stderr });
     });
   });
@@ -136,6 +164,7 @@ async function check(app, tarball) {
       tarball,
       `@nestjs/common@${app.nest}`,
       `@nestjs/core@${app.nest}`,
+      `@nestjs/microservices@${app.nest}`,
       'reflect-metadata',
       'rxjs',
       'ioredis',
@@ -146,6 +175,10 @@ async function check(app, tarball) {
   const nestVersion = readVersion(dir, '@nestjs/core');
   if (!nestVersion?.startsWith(`${app.nest}.`)) {
     throw new Error(`expected @nestjs/core ${app.nest}.x, installed ${nestVersion}`);
+  }
+  const msVersion = readVersion(dir, '@nestjs/microservices');
+  if (!msVersion?.startsWith(`${app.nest}.`)) {
+    throw new Error(`expected @nestjs/microservices ${app.nest}.x, installed ${msVersion}`);
   }
   // Peer dependencies: the package must use the app's Nest, never a copy of its own.
   const nested = path.join(dir, 'node_modules', 'nestjs-echo-stream', 'node_modules', '@nestjs');
@@ -166,7 +199,14 @@ async function check(app, tarball) {
   const redis = await startRedis(path.join(dir, '.redis'));
   try {
     const tRun = Date.now();
-    const { stdout } = await runApp(app, dir, redis);
+    const { stdout } = await runScript(app.entry, dir, redis, {
+      readyLine: /^ready /m,
+      closedLine: /^closed$/m,
+      onReady: () =>
+        redis
+          .cli('XADD', STREAM, '*', 'id', 'evt-1', 'data', '{"a":1}')
+          .catch((err) => Promise.reject(new Error(`XADD failed: ${err.message}`))),
+    });
     const runTime = elapsed(tRun);
     const line = stdout.split('\n').find((l) => l.startsWith('handled '));
     if (!line) throw new Error(`no 'handled' line\n${tail(stdout)}`);
@@ -191,15 +231,64 @@ async function check(app, tarball) {
     const ready = stdout.split('\n').find((l) => l.startsWith('ready '));
     const pending = (await redis.cli('XPENDING', STREAM, GROUP)).split('\n')[0];
     if (pending !== '0') throw new Error(`XPENDING ${STREAM} ${GROUP} = ${pending}, expected 0`);
+    const tMs = Date.now();
+    const microservice = await checkMicroservice(app, dir, redis);
     return (
       `ok (Nest ${nestVersion}, ${app.kind}, node ${process.version}) ` +
       `loops ${ready.slice(6)}, handled ${handled.id} ${JSON.stringify(handled.payload)} ` +
       `attempts ${handled.attempts}, XPENDING 0, ${withoutPromClient}, exited after close; ` +
-      `install ${installTime}, tsc ${checkTime}, run ${runTime}, total ${elapsed(t0)}`
+      `${microservice} (@nestjs/microservices ${msVersion}); ` +
+      `install ${installTime}, tsc ${checkTime}, run ${runTime}, microservice ${elapsed(tMs)}, ` +
+      `total ${elapsed(t0)}`
     );
   } finally {
     await redis.stop();
   }
+}
+
+/**
+ * The app's microservice: `EchoStreamServer` with an `@EventPattern` and a `@MessagePattern`
+ * handler, `EchoStreamClient` emitting and sending, from `nestjs-echo-stream/microservices`.
+ */
+async function checkMicroservice(app, dir, redis) {
+  const { stdout } = await runScript(app.microservice, dir, redis, {
+    readyLine: /^ms-ready$/m,
+    closedLine: /^ms-closed$/m,
+  });
+  const find = (prefix) => {
+    const line = stdout.split('\n').find((l) => l.startsWith(prefix));
+    if (!line) throw new Error(`${app.microservice}: no '${prefix}' line\n${tail(stdout)}`);
+    return JSON.parse(line.slice(prefix.length));
+  };
+  const expect = (what, actual, expected) => {
+    if (!isDeepStrictEqual(actual, expected))
+      throw new Error(
+        `${app.microservice}: ${what} = ${JSON.stringify(actual)}, expected ${JSON.stringify(expected)}`,
+      );
+  };
+  const seen = (pattern, payload) => ({
+    payload,
+    context: true,
+    pattern,
+    stream: pattern,
+    group: MS.group,
+    attempts: 1,
+  });
+  expect('the event handler saw', find('ms-event '), seen(MS.events, MS.event));
+  const returned = find('ms-returned ');
+  expect('the request handler returned', returned, {
+    price: MS.request.n * 10,
+    seen: seen(MS.quotes, MS.request),
+  });
+  expect('the reply of send()', find('ms-reply '), returned);
+  for (const stream of [MS.events, MS.quotes]) {
+    const pending = (await redis.cli('XPENDING', stream, MS.group)).split('\n')[0];
+    if (pending !== '0') throw new Error(`XPENDING ${stream} ${MS.group} = ${pending}, expected 0`);
+  }
+  return (
+    `microservice: @EventPattern handled ${JSON.stringify(MS.event)}, ` +
+    `@MessagePattern reply equal to its return (price ${returned.price}), XPENDING 0 and 0, exited after close`
+  );
 }
 
 /**
