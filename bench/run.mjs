@@ -24,9 +24,11 @@
 //                         1,000/s of raw, raw-bp, node-redis and lib; results in bench/results/headline.*
 //   BENCH_FULL=1          also the slow extras (memory run of BullMQ c=50 and lib-c16)
 //   BENCH_ONLY=raw,lib    only these contenders (raw is always kept as the baseline)
-//   BENCH_WORKLOADS=drain,latency,idle,memory,retries,many-handlers,effectively-once,partitions,server-features
+//   BENCH_WORKLOADS=drain,latency,idle,memory,retries,many-handlers,effectively-once,partitions,server-features,microservices
 //                         only these workloads (effectively-once runs bench/effectively-once.mjs
-//                         in a child, partitions bench/partitions.mjs with BENCH_PART_N = BENCH_N)
+//                         in a child, partitions bench/partitions.mjs with BENCH_PART_N = BENCH_N,
+//                         microservices bench/microservices.mjs with BENCH_MS_N = BENCH_N and
+//                         BENCH_MS_ROUNDS = BENCH_ROUNDS; not in the QUICK set)
 //   BENCH_MANY_N / BENCH_MANY_IDLE_SECONDS / BENCH_MANY_SHARED_READS: see bench/many-handlers.mjs
 //   BENCH_LIB=/path/index.js   the library build to measure (default: dist/index.js)
 //   BENCH_LIB_VARIANTS=tag=/path/index.js,...   A/B: a per-entry contender 'lib@tag' per build

@@ -14,7 +14,7 @@ export const ROOT = resolve(BENCH_DIR, '..');
 /** The contenders of `BENCH_HEADLINE=1`: what the README table needs. */
 const HEADLINE_ONLY = 'raw,raw-bp,node-redis,lib';
 const QUICK_WORKLOADS = 'drain,latency,idle,memory,retries,many-handlers';
-const ALL_WORKLOADS = `${QUICK_WORKLOADS},effectively-once,partitions,server-features`;
+const ALL_WORKLOADS = `${QUICK_WORKLOADS},effectively-once,partitions,server-features,microservices`;
 
 /** `tag=path,...` -> [{ tag, path }] (paths resolved against the working directory). */
 function variants(list) {

@@ -247,6 +247,13 @@ export function markdown(report) {
         report.serverFeatures,
       ),
     );
+  if (report.microservices)
+    L.push(
+      ...scriptSection(
+        '## Nest microservices transport (bench/microservices.mjs: @EventPattern against @StreamHandler, send() against Transport.REDIS)',
+        report.microservices,
+      ),
+    );
   L.push(...goalsMarkdown(report.goals, config.rounds));
   if (report.targets.length) L.push(...targetsTable(report.targets));
   L.push('');

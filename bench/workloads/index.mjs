@@ -9,6 +9,7 @@ import { retriesWorkload } from './retries.mjs';
 import {
   effectivelyOnceWorkload,
   manyHandlersWorkload,
+  microservicesWorkload,
   partitionsWorkload,
   serverFeaturesWorkload,
 } from './standalone.mjs';
@@ -23,4 +24,5 @@ export const WORKLOADS = [
   effectivelyOnceWorkload,
   partitionsWorkload,
   serverFeaturesWorkload,
+  microservicesWorkload,
 ];

@@ -1,8 +1,8 @@
 // The workloads that are bench scripts of their own (each can also be run alone): many-handlers
 // (bench/many-handlers.mjs, on the run's server), effectively-once (bench/effectively-once.mjs),
-// partitions (bench/partitions.mjs) and server-features (bench/server-features.mjs, on Redis 8.6),
-// the last three in a child with their own throw-away server; their printed tables go into the
-// report as they are.
+// partitions (bench/partitions.mjs), server-features (bench/server-features.mjs, on Redis 8.6) and
+// microservices (bench/microservices.mjs), the last four in a child with their own throw-away
+// server; their printed tables go into the report as they are.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -86,5 +86,25 @@ export const serverFeaturesWorkload = {
       },
     );
     log(report.serverFeatures.trim());
+  },
+};
+
+export const microservicesWorkload = {
+  name: 'microservices',
+  async run({ options }, report) {
+    needLibrary(options);
+    // Its own throw-away server and child processes; the script prints its tables, kept as they are.
+    log('bench: Nest microservices transport (node bench/microservices.mjs)');
+    const env = options.env;
+    report.microservices = execFileSync(process.execPath, [join(BENCH_DIR, 'microservices.mjs')], {
+      encoding: 'utf8',
+      env: {
+        ...env,
+        BENCH_MS_N: env.BENCH_MS_N ?? String(options.n),
+        BENCH_MS_ROUNDS: env.BENCH_MS_ROUNDS ?? String(options.rounds),
+        BENCH_MS_SECONDS: env.BENCH_MS_SECONDS ?? (options.quick ? '1' : '3'),
+      },
+    });
+    log(report.microservices.trim());
   },
 };
