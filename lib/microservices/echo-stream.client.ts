@@ -9,7 +9,7 @@ import type { StreamCodec } from '../interfaces/codec.interface';
 import { publishWithin } from '../producer/publish-deadline';
 import { StreamProducer } from '../producer/stream-producer.service';
 import { EchoStreamConnections } from '../runtime/echo-stream.connections';
-import { watchStatus, type EchoStreamConnectionEvents } from './link-status';
+import { ConnectionListeners, type EchoStreamConnectionEvents } from './link-status';
 import {
   resolveClientOptions,
   type EchoStreamClientOptions,
@@ -50,10 +50,7 @@ export class EchoStreamClient extends ClientProxy<EchoStreamConnectionEvents> {
   readonly replyStream: string;
   private running: Running | undefined;
   private closing: Promise<void> | undefined;
-  private readonly pendingListeners: Array<{
-    event: string;
-    callback: (...args: unknown[]) => void;
-  }> = [];
+  private readonly listeners = new ConnectionListeners();
 
   /** @throws EchoStreamConfigError on a bad option. */
   constructor(options: EchoStreamClientOptions = {}) {
@@ -96,13 +93,11 @@ export class EchoStreamClient extends ClientProxy<EchoStreamConnectionEvents> {
       },
       renew,
     };
-    watchStatus(
+    this.listeners.attach(
       connections.client.unwrap(),
       (status) => this._status$.next(status),
       () => this.closing !== undefined,
     );
-    for (const { event, callback } of this.pendingListeners.splice(0))
-      connections.client.unwrap().on(event, callback);
     replies.start();
     return this.running;
   }
@@ -119,6 +114,7 @@ export class EchoStreamClient extends ClientProxy<EchoStreamConnectionEvents> {
   private async shut(): Promise<void> {
     const running = this.running;
     this.running = undefined;
+    this.listeners.detach();
     if (!running) return;
     clearInterval(running.renew);
     await running.closeReads();
@@ -139,9 +135,7 @@ export class EchoStreamClient extends ClientProxy<EchoStreamConnectionEvents> {
     EventCallback extends EchoStreamConnectionEvents[EventKey] =
       EchoStreamConnectionEvents[EventKey],
   >(event: EventKey, callback: EventCallback): void {
-    const listener = callback as (...args: unknown[]) => void;
-    if (this.running) this.running.connections.client.unwrap().on(event, listener);
-    else this.pendingListeners.push({ event, callback: listener });
+    this.listeners.add(event, callback as (...args: unknown[]) => void);
   }
 
   /** `emit()`: one entry in the pattern's stream, as `StreamProducer.publish()` writes it. */

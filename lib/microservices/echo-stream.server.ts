@@ -12,7 +12,11 @@ import {
 import { PatternCall } from './pattern-call';
 import { patternRoutes } from './pattern-routes';
 import { ReplyWriter } from './reply-writer';
-import { watchStatus, type EchoStreamConnectionEvents, type EchoStreamStatus } from './link-status';
+import {
+  ConnectionListeners,
+  type EchoStreamConnectionEvents,
+  type EchoStreamStatus,
+} from './link-status';
 
 /** What one `listen()` built: the connections and the loops. */
 interface Running {
@@ -41,10 +45,7 @@ export class EchoStreamServer
   private readonly own = new Logger(EchoStreamServer.name);
   private running: Running | undefined;
   private closing: Promise<void> | undefined;
-  private readonly pendingListeners: Array<{
-    event: string;
-    callback: (...args: unknown[]) => void;
-  }> = [];
+  private readonly listeners = new ConnectionListeners();
 
   /** @throws EchoStreamConfigError on a bad option (`group` is required). */
   constructor(options: EchoStreamServerOptions) {
@@ -84,13 +85,11 @@ export class EchoStreamServer
       module,
     );
     this.running = { connections, orchestrator };
-    watchStatus(
+    this.listeners.attach(
       connections.client.unwrap(),
       (status) => this._status$.next(status),
       () => this.closing !== undefined,
     );
-    for (const { event, callback } of this.pendingListeners.splice(0))
-      connections.client.unwrap().on(event, callback);
     try {
       await orchestrator.onApplicationBootstrap();
     } catch (err) {
@@ -129,9 +128,7 @@ export class EchoStreamServer
     EventCallback extends EchoStreamConnectionEvents[EventKey] =
       EchoStreamConnectionEvents[EventKey],
   >(event: EventKey, callback: EventCallback): void {
-    const listener = callback as (...args: unknown[]) => void;
-    if (this.running) this.running.connections.client.unwrap().on(event, listener);
-    else this.pendingListeners.push({ event, callback: listener });
+    this.listeners.add(event, callback as (...args: unknown[]) => void);
   }
 
   /** The shared ioredis connection (a `Redis` or a `Cluster`), once `listen()` ran. */
