@@ -35,3 +35,27 @@ export function run(cmd, args, opts = {}) {
     });
   });
 }
+
+/**
+ * Runs a runner's `main()` (resolving to its exit code) with `cleanup` after it, however it ends:
+ * resolved, thrown (printed as `<name>: <stack>`, exit code 1) or interrupted (SIGINT, SIGTERM:
+ * exit 130). `cleanup` kills the children still running and removes the runner's temp dir.
+ */
+export function runMain(name, main, cleanup) {
+  for (const sig of ['SIGINT', 'SIGTERM']) {
+    process.once(sig, () => {
+      cleanup();
+      process.exit(130);
+    });
+  }
+  main()
+    .then((code) => {
+      cleanup();
+      process.exitCode = code;
+    })
+    .catch((err) => {
+      cleanup();
+      console.error(`${name}: ${err.stack ?? err}`);
+      process.exitCode = 1;
+    });
+}

@@ -31,7 +31,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { children, run, tail } from '../../scripts/lib/child-commands.mjs';
+import { children, run, runMain, tail } from '../../scripts/lib/child-commands.mjs';
 import { startThrowawayRedis } from '../../scripts/lib/throwaway-redis.mjs';
 import { serverCommand } from '../../scripts/lib/echo-server.mjs';
 
@@ -359,20 +359,4 @@ async function main() {
   return failed === 0 ? 0 : 1;
 }
 
-for (const sig of ['SIGINT', 'SIGTERM']) {
-  process.once(sig, () => {
-    cleanup();
-    process.exit(130);
-  });
-}
-
-main()
-  .then((code) => {
-    cleanup();
-    process.exitCode = code;
-  })
-  .catch((err) => {
-    cleanup();
-    console.error(`compat: ${err.stack ?? err}`);
-    process.exitCode = 1;
-  });
+runMain('compat', main, cleanup);

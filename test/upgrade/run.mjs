@@ -73,7 +73,7 @@ import {
   payloadOf,
 } from './layout.mjs';
 import { verify } from './verify.mjs';
-import { children, run, tail } from '../../scripts/lib/child-commands.mjs';
+import { children, run, runMain, tail } from '../../scripts/lib/child-commands.mjs';
 import { startThrowawayRedis } from '../../scripts/lib/throwaway-redis.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -649,20 +649,4 @@ async function main() {
   return 0;
 }
 
-for (const sig of ['SIGINT', 'SIGTERM']) {
-  process.once(sig, () => {
-    cleanup();
-    process.exit(130);
-  });
-}
-
-main()
-  .then((code) => {
-    cleanup();
-    process.exitCode = code;
-  })
-  .catch((err) => {
-    cleanup();
-    console.error(`upgrade: ${err.stack ?? err}`);
-    process.exitCode = 1;
-  });
+runMain('upgrade', main, cleanup);
