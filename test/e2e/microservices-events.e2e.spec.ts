@@ -7,11 +7,11 @@
  * saw and what Redis holds afterwards.
  */
 import 'reflect-metadata';
-import { Inject, Injectable, Logger, Module, type INestMicroservice } from '@nestjs/common';
+import { Inject, Injectable, Module, type INestMicroservice } from '@nestjs/common';
 import { ClientsModule, type ClientProxy } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { lastValueFrom } from 'rxjs';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import {
   EchoStreamClient,
   EchoStreamExceptionFilter,
@@ -26,67 +26,38 @@ import {
   PATTERNS,
   ServerName,
 } from '../fixtures/microservices.handlers';
-import { RedisServer, stopAllRedisServers } from '../support/redis-server';
+import { useMicroservices } from '../support/microservices';
+import type { RedisServer } from '../support/redis-server';
 import { sleep, waitFor } from '../support/wait-for';
 
+const harness = useMicroservices();
 let server: RedisServer;
 let redis: Redis;
-const apps: INestMicroservice[] = [];
-const clients: EchoStreamClient[] = [];
 
-beforeAll(async () => {
-  server = await RedisServer.start();
-  redis = server.client();
-  Logger.overrideLogger(['error']);
-});
-afterAll(async () => {
-  redis.disconnect();
-  await stopAllRedisServers();
+beforeAll(() => {
+  server = harness.server();
+  redis = harness.redis();
 });
 beforeEach(async () => {
   await redis.flushall();
   LOG.reset();
   KEYS.length = 0;
 });
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close()));
-  await Promise.all(clients.splice(0).map((client) => client.close()));
-});
 
-async function startServer(
+function startServer(
   name: string,
   group = 'billing',
-  setUp: (app: INestMicroservice) => void = () => undefined,
+  setUp?: (app: INestMicroservice) => void,
 ): Promise<INestMicroservice> {
-  const moduleRef = await Test.createTestingModule({ imports: [EventsModule] })
+  const builder = Test.createTestingModule({ imports: [EventsModule] })
     .overrideProvider(ServerName)
-    .useValue({ name })
-    .compile();
-  const app = moduleRef.createNestMicroservice({
-    strategy: new EchoStreamServer({
-      connection: server.url,
-      group,
-      consumerName: `${name}-${group}`,
-      shutdownTimeoutMs: 2000,
-      defaults: { blockMs: 200, minIdleMs: 1000 },
-    }),
-  });
-  setUp(app);
-  apps.push(app);
-  await app.listen();
-  return app;
+    .useValue({ name });
+  return harness.start(builder, { group, consumerName: `${name}-${group}` }, setUp);
 }
 
-function client(): EchoStreamClient {
-  const made = new EchoStreamClient({ connection: server.url });
-  clients.push(made);
-  return made;
-}
-
-async function pendingCount(stream: string, group: string): Promise<number> {
-  const summary = (await redis.xpending(stream, group)) as [number, ...unknown[]];
-  return Number(summary[0]);
-}
+const client = (): EchoStreamClient => harness.client();
+const pendingCount = (stream: string, group: string): Promise<number> =>
+  harness.pendingCount(stream, group);
 
 async function deadLetters(stream: string): Promise<Array<Record<string, string>>> {
   return (await redis.xrange(`${stream}:dlq`, '-', '+')).map(([, flat]) => {
@@ -249,7 +220,7 @@ it('close() waits for the entry in hand, then acknowledges it', async () => {
   await waitFor(() => LOG.seen.length === 1);
   let closed = false;
   const closing = app.close().then(() => (closed = true));
-  apps.splice(apps.indexOf(app), 1);
+  harness.release(app);
   await sleep(200);
   expect(closed).toBe(false);
   GATE.open();

@@ -8,73 +8,40 @@
  * around the handler.
  */
 import 'reflect-metadata';
-import { Logger, type INestMicroservice } from '@nestjs/common';
+import type { INestMicroservice } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { lastValueFrom } from 'rxjs';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import {
   EchoStreamClient,
   EchoStreamRpcError,
   EchoStreamRpcTimeoutError,
-  EchoStreamServer,
   RPC_FIELDS,
 } from '../../lib/microservices';
 import { LOG, PATTERNS, RequestsModule, WrapInterceptor } from '../fixtures/microservices.handlers';
-import { RedisServer, stopAllRedisServers } from '../support/redis-server';
+import { useMicroservices } from '../support/microservices';
 import { sleep, waitFor } from '../support/wait-for';
 
-let server: RedisServer;
+const harness = useMicroservices();
 let redis: Redis;
-const apps: INestMicroservice[] = [];
-const clients: EchoStreamClient[] = [];
 
-beforeAll(async () => {
-  server = await RedisServer.start();
-  redis = server.client();
-  Logger.overrideLogger(['error']);
-});
-afterAll(async () => {
-  redis.disconnect();
-  await stopAllRedisServers();
+beforeAll(() => {
+  redis = harness.redis();
 });
 beforeEach(async () => {
   await redis.flushall();
   LOG.reset();
 });
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close()));
-  await Promise.all(clients.splice(0).map((client) => client.close()));
-});
 
-async function startServer(
-  setUp: (app: INestMicroservice) => void = () => undefined,
-): Promise<INestMicroservice> {
-  const moduleRef = await Test.createTestingModule({ imports: [RequestsModule] }).compile();
-  const app = moduleRef.createNestMicroservice({
-    strategy: new EchoStreamServer({
-      connection: server.url,
-      group: 'prices',
-      consumerName: 'prices-1',
-      shutdownTimeoutMs: 2000,
-      defaults: { blockMs: 200, minIdleMs: 1000 },
-    }),
-  });
-  setUp(app);
-  apps.push(app);
-  await app.listen();
-  return app;
+function startServer(setUp?: (app: INestMicroservice) => void): Promise<INestMicroservice> {
+  const builder = Test.createTestingModule({ imports: [RequestsModule] });
+  return harness.start(builder, { group: 'prices', consumerName: 'prices-1' }, setUp);
 }
 
-function client(timeoutMs?: number, replyTtlMs?: number): EchoStreamClient {
-  const made = new EchoStreamClient({ connection: server.url, timeoutMs, replyTtlMs });
-  clients.push(made);
-  return made;
-}
-
-async function pendingCount(stream: string, group: string): Promise<number> {
-  const summary = (await redis.xpending(stream, group)) as [number, ...unknown[]];
-  return Number(summary[0]);
-}
+const client = (timeoutMs?: number, replyTtlMs?: number): EchoStreamClient =>
+  harness.client({ timeoutMs, replyTtlMs });
+const pendingCount = (stream: string, group: string): Promise<number> =>
+  harness.pendingCount(stream, group);
 
 async function failureOf(call: Promise<unknown>): Promise<unknown> {
   try {
