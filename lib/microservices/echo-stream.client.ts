@@ -169,11 +169,15 @@ export class EchoStreamClient extends ClientProxy<EchoStreamConnectionEvents> {
     }
     const running = this.open();
     let done = false;
-    const finish = (answer: WritePacket): void => {
-      if (done) return;
+    // the call is over (answered, timed out, or disposed by Nest): nothing reaches it after
+    const stop = (): void => {
       done = true;
       clearTimeout(timer);
       stopWaiting();
+    };
+    const finish = (answer: WritePacket): void => {
+      if (done) return;
+      stop();
       callback(answer);
     };
     const timer = setTimeout(
@@ -206,11 +210,7 @@ export class EchoStreamClient extends ClientProxy<EchoStreamConnectionEvents> {
       { method: 'send', stream, ids: [id] },
       () => client.add(stream, fields),
     ).catch((err: unknown) => finish({ err }));
-    return () => {
-      done = true;
-      clearTimeout(timer);
-      stopWaiting();
-    };
+    return stop;
   }
 
   private answer(

@@ -54,8 +54,8 @@ export class PatternCall {
       value = values[values.length - 1];
     } catch (err) {
       const verdict = rpcVerdict(err);
-      if (verdict.kind === 'non-retryable') throw verdict.error;
-      if (verdict.kind === 'failed') throw verdict.error;
+      // the engine retries a failure and dead-letters a NonRetryableError at once
+      if (verdict.kind !== 'rpc') throw verdict.error;
       if (!request)
         throw new Error(`handler answered with an RpcException: ${answerText(verdict.error)}`);
       await this.replies.send(request, { kind: 'error', error: verdict.error, reason: 'rpc' });
