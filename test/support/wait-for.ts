@@ -17,6 +17,17 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /**
+ * Date.now() at the start of a fresh event-loop turn. A timer set later in this turn counts its
+ * delay from the loop's cached clock, which is as old as the turn: measured from a clock read
+ * deep in a long turn (a loaded CI runner), a 50 ms timer can fire 10 ms "early". A timing test
+ * takes its start here, so its lower bound can be the delay less 1 ms of clock grain.
+ */
+export async function freshClock(): Promise<number> {
+  await new Promise((resolve) => setImmediate(resolve));
+  return Date.now();
+}
+
+/**
  * Calls `fn` until it returns (or resolves to) a truthy value and returns that value. A throw
  * or rejection counts as "not yet". On timeout, throws an Error naming `message`, the time
  * waited and the last value or exception seen.

@@ -5,6 +5,7 @@ import { Shutdown, StopSwitch, settleWithin } from '../../lib/consumer/loop/shut
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
 import type { RawEntry } from '../../lib/redis/streams-client';
 import { testLoop } from '../support/loop-context';
+import { freshClock } from '../support/wait-for';
 
 function setUp(inHand: InHand | null = null, fail?: 'send') {
   const loop = testLoop();
@@ -105,9 +106,9 @@ describe('Shutdown', () => {
       messages: inHandMessages,
       counts: new Map([['c-0', 3]]),
     });
-    const started = Date.now();
+    const started = await freshClock();
     await shutdown.run(new Promise(() => undefined), 50);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(49);
     expect(stopSwitch.isAbandoned()).toBe(true);
     expect(steps).toEqual([
       'wake parked read',
