@@ -1,6 +1,9 @@
-import { Logger } from '@nestjs/common';
+import { Logger, type INestApplicationContext } from '@nestjs/common';
 import { CustomTransportStrategy, Server } from '@nestjs/microservices';
 import type { HandlerCalls, HandlerSource } from '../config/handler-definitions';
+import { EchoStreamConfigError } from '../errors/echo-stream-config.error';
+import { HandlerCleanups } from '../lifecycle/handler-cleanups';
+import { StreamRetentions } from '../lifecycle/stream-retentions';
 import { EchoStreamConnections } from '../runtime/echo-stream.connections';
 import { EchoStreamOrchestrator } from '../runtime/echo-stream.orchestrator';
 import { ConsumerRegistry } from '../runtime/echo-stream.registry';
@@ -18,10 +21,12 @@ import {
   type EchoStreamStatus,
 } from './link-status';
 
-/** What one `listen()` built: the connections and the loops. */
+/** What one `listen()` built: the connections, the loops, their consumer cleanup and retention. */
 interface Running {
   connections: EchoStreamConnections;
   orchestrator: EchoStreamOrchestrator;
+  cleanups: HandlerCleanups;
+  retentions: StreamRetentions;
 }
 
 /** The engine calls what the transport built: each definition's method is Nest's handler call. */
@@ -66,7 +71,7 @@ export class EchoStreamServer
 
   private async start(): Promise<void> {
     if (this.running) return;
-    const { module, group, streamOf } = this.options;
+    const { module, group, streamOf, app } = this.options;
     const routes = patternRoutes(this.getHandlers(), group, streamOf);
     const connections = new EchoStreamConnections(module);
     const replies = new ReplyWriter(() => connections.client);
@@ -77,14 +82,22 @@ export class EchoStreamServer
       handlers: calls.map((call) => call.definition(module.defaults)),
       deadLetters: calls.flatMap((call) => call.deadLetter() ?? []),
     };
+    const registry = app ? registryOf(app) : new ConsumerRegistry();
     const orchestrator = new EchoStreamOrchestrator(
       source,
-      new ConsumerRegistry(),
+      registry,
       connections,
       DIRECT_CALLS,
       module,
     );
-    this.running = { connections, orchestrator };
+    const cleanups = new HandlerCleanups(source.handlers, module.consumerName);
+    const retentions = new StreamRetentions({
+      rules: module.retention,
+      intervalMs: module.retentionIntervalMs,
+      consumerName: module.consumerName,
+      archiveOf: () => undefined, // @StreamArchive methods are the module's
+    });
+    this.running = { connections, orchestrator, cleanups, retentions };
     this.listeners.attach(
       connections.client.unwrap(),
       (status) => this._status$.next(status),
@@ -95,6 +108,11 @@ export class EchoStreamServer
     } catch (err) {
       await this.close();
       throw err;
+    }
+    if (!cleanups.empty || !retentions.empty) {
+      const lifecycle = connections.client.lifecycle();
+      cleanups.start(lifecycle);
+      retentions.start(lifecycle);
     }
     this.own.log(`Listening on ${routes.length} stream(s) as group '${group}'`);
   }
@@ -112,7 +130,12 @@ export class EchoStreamServer
     const running = this.running;
     if (!running) return;
     try {
-      await running.orchestrator.stop();
+      await Promise.all([
+        running.cleanups.stop(),
+        running.retentions.stop(),
+        running.orchestrator.stop(),
+      ]);
+      await running.retentions.release();
     } finally {
       await running.connections.onApplicationShutdown();
       this._status$.next('disconnected');
@@ -139,5 +162,17 @@ export class EchoStreamServer
           'accessing the server.',
       );
     return this.running.connections.client.unwrap() as T;
+  }
+}
+
+/** The registry of a hybrid app's `EchoStreamModule`, whose stats and surfaces read it. */
+function registryOf(app: Pick<INestApplicationContext, 'get'>): ConsumerRegistry {
+  try {
+    return app.get(ConsumerRegistry, { strict: false });
+  } catch {
+    throw new EchoStreamConfigError(
+      "EchoStreamServer: option 'app' names an app without EchoStreamModule: import " +
+        'EchoStreamModule.forRoot(...) in it, or leave the option out to run the transport alone',
+    );
   }
 }

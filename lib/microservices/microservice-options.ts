@@ -1,3 +1,4 @@
+import type { INestApplicationContext } from '@nestjs/common';
 import { EchoStreamConfigError } from '../errors/echo-stream-config.error';
 import { messages } from '../config/messages';
 import { resolveOptions, type ResolvedModuleOptions } from '../config/module-options';
@@ -16,6 +17,14 @@ export interface EchoStreamServerOptions extends EchoStreamModuleOptions {
    * @default the pattern itself
    */
   streamOf?: (pattern: string) => string;
+  /**
+   * In a hybrid app (`app.connectMicroservice({ strategy })`), the app that imports
+   * `EchoStreamModule`: the transport's loops then join the module's `ConsumerStats`, health
+   * indicator, dashboard and admin API beside its `@StreamHandler` loops. Without it the transport
+   * runs alone (its loops are in none of those).
+   * @default undefined
+   */
+  app?: Pick<INestApplicationContext, 'get'>;
 }
 
 /** Options of `EchoStreamClient`: the module's options plus the request settings. */
@@ -44,6 +53,7 @@ export interface ResolvedServerOptions {
   module: ResolvedModuleOptions;
   group: string;
   streamOf: (pattern: string) => string;
+  app: Pick<INestApplicationContext, 'get'> | undefined;
 }
 
 /** The client's options resolved (internal). */
@@ -59,7 +69,7 @@ const CLIENT_DEFAULTS = { timeoutMs: 30_000, replyTtlMs: 60_000 } as const;
 /** Checks and resolves the server's options; a bad one throws `EchoStreamConfigError`. */
 export function resolveServerOptions(options: EchoStreamServerOptions): ResolvedServerOptions {
   const where = 'EchoStreamServer';
-  const { group, streamOf, ...rest } = options ?? ({} as EchoStreamServerOptions);
+  const { group, streamOf, app, ...rest } = options ?? ({} as EchoStreamServerOptions);
   if (typeof group !== 'string' || group.length === 0)
     throw new EchoStreamConfigError(
       messages.badOption(where, 'group', 'a non-empty string', group),
@@ -69,6 +79,7 @@ export function resolveServerOptions(options: EchoStreamServerOptions): Resolved
     module: { ...resolveOptions(rest), autoStart: true },
     group,
     streamOf: checkStreamOf(where, streamOf),
+    app,
   };
 }
 

@@ -66,6 +66,8 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
   private readonly logger = new Logger(EchoStreamOrchestrator.name);
   private planned: PlannedLoop[] | undefined;
   private started = false;
+  /** The loops this orchestrator started: the registry may hold others (a hybrid app's transport). */
+  private loops: ConsumerLoop[] = [];
   /** The stop in flight, shared by every caller. */
   private stopping: Promise<void> | undefined;
   /** The loops' shared connections while they run (`sharedReads`). */
@@ -110,10 +112,11 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
     if (this.options.sharedReads && planned.length > 0) this.shared = this.openSharedLinks();
     for (const { definition, options } of planned) {
       const consumer = this.createConsumer(definition, options);
+      this.loops.push(consumer);
       this.registry.add(consumer);
       consumer.start();
     }
-    const count = this.registry.list().length;
+    const count = this.loops.length;
     if (count > 0) {
       this.logger.log(
         `Started ${count} consumer loop(s) as consumer '${this.options.consumerName}'`,
@@ -133,7 +136,8 @@ export class EchoStreamOrchestrator implements OnApplicationBootstrap, BeforeApp
   }
 
   private async stopLoops(): Promise<void> {
-    const consumers = [...this.registry.list()];
+    const consumers = this.loops;
+    this.loops = [];
     this.started = false;
     await Promise.all(consumers.map((consumer) => consumer.stop(this.options.shutdownTimeoutMs)));
     this.registry.remove(consumers);
