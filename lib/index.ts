@@ -39,3 +39,6 @@ export { DecodeError, jsonCodec, fieldsCodec } from './codec/codecs';
 export { crc32, partitionOf, partitionStreamOf, PARTITION_KEY_FIELD } from './codec/partition-key';
 export * from './interfaces';
 export * from './dashboard';
+// the microservices transport, also at `nestjs-echo-stream/microservices`; its classes load the
+// optional peer `@nestjs/microservices` on first use, never with the root
+export * from './microservices/root-exports';

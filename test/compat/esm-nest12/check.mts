@@ -29,6 +29,7 @@ import {
   type EchoStreamMetricsOptions,
   type GroupInspection,
   type StreamMessage,
+  EchoStreamServer as RootEchoStreamServer,
 } from 'nestjs-echo-stream';
 import {
   EchoStreamClient,
@@ -44,6 +45,10 @@ import {
   type EchoStreamStatus,
   type RpcErrorReason,
 } from 'nestjs-echo-stream/microservices';
+
+// the root's transport classes are the subpath's, as values and as types
+export const rootServer: typeof EchoStreamServer = RootEchoStreamServer;
+export const rootServerType = (server: RootEchoStreamServer): EchoStreamServer => server;
 
 interface Order {
   sku: string;

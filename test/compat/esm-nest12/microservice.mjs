@@ -2,7 +2,8 @@
  * A plain ESM Nest 12 microservice using the packed (CommonJS) package's transport through
  * `import ... from 'nestjs-echo-stream/microservices'` (the subpath export, `import` condition:
  * Node's CJS named exports detection, and the package's own require('@nestjs/microservices')
- * reaching Nest 12's ESM build through require(esm)). Decorators are applied by hand (no
+ * reaching Nest 12's ESM build through require(esm)), its server from the package root (a
+ * getter that loads the transport on first use, which the detection must still see). Decorators are applied by hand (no
  * compiler). An `EchoStreamServer` runs one `@EventPattern` and one `@MessagePattern` handler; an
  * `EchoStreamClient` (from `ClientsModule`, `customClass`) emits one event and sends one request.
  * Prints `ms-ready`, `ms-event <json>` (what the event handler saw), `ms-returned <json>` (what the
@@ -14,11 +15,8 @@ import { Controller, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ClientsModule, Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
-import {
-  EchoStreamClient,
-  EchoStreamContext,
-  EchoStreamServer,
-} from 'nestjs-echo-stream/microservices';
+import { EchoStreamServer } from 'nestjs-echo-stream';
+import { EchoStreamClient, EchoStreamContext } from 'nestjs-echo-stream/microservices';
 
 const EVENTS = 'compat-ms-events';
 const QUOTES = 'compat-ms-quotes';
