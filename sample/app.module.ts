@@ -7,11 +7,13 @@ import { sampleDashboardOptions } from './dashboard';
 import { DeadLettersModule } from './dead-letters';
 import { LEDGER_PARTITIONS, LEDGER_STREAM, LedgerModule } from './ledger';
 import { ORDERS_STREAM, OrdersModule } from './orders';
+import { NotificationsModule } from './notifications';
 import { StatsModule } from './stats/stats.module';
 
 /**
  * The sample: publish orders and account movements over HTTP, consume the orders in two groups
- * and the movements on a partitioned stream, watch it on `GET /`.
+ * and the movements on a partitioned stream, notify each charged order through a Nest
+ * microservice on EchoStreamServer (sample/notifications/), watch it on `GET /`.
  */
 @Module({
   imports: [
@@ -37,6 +39,7 @@ import { StatsModule } from './stats/stats.module';
     OrdersModule,
     LedgerModule,
     DeadLettersModule,
+    NotificationsModule,
     StatsModule,
   ],
 })

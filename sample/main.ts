@@ -4,6 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import type { AddressInfo } from 'node:net';
 import { AppModule } from './app.module';
 import { SampleConfig } from './config';
+import { connectNotifications } from './notifications';
 
 /**
  * Starts the sample on `HOST:PORT` (127.0.0.1:3000) against `REDIS_URL`. `npm run demo` builds
@@ -14,6 +15,7 @@ async function bootstrap(): Promise<void> {
   const app = await NestFactory.create(AppModule);
   app.enableShutdownHooks();
   const config = app.get(SampleConfig);
+  await connectNotifications(app);
   await app.listen(config.port, config.host);
   const { port } = app.getHttpServer().address() as AddressInfo;
   const base = `http://${config.host}:${port}`;

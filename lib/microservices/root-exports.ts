@@ -74,27 +74,31 @@ export declare const EchoStreamExceptionFilter: Loaded['EchoStreamExceptionFilte
 /** The transport's pass-through exception filter. */
 export type EchoStreamExceptionFilter = Transport.EchoStreamExceptionFilter;
 
-Object.defineProperty(exports, 'EchoStreamServer', {
-  enumerable: true,
-  get: function () {
-    return lazy.EchoStreamServer;
-  },
-});
-Object.defineProperty(exports, 'EchoStreamClient', {
-  enumerable: true,
-  get: function () {
-    return lazy.EchoStreamClient;
-  },
-});
-Object.defineProperty(exports, 'EchoStreamContext', {
-  enumerable: true,
-  get: function () {
-    return lazy.EchoStreamContext;
-  },
-});
-Object.defineProperty(exports, 'EchoStreamExceptionFilter', {
-  enumerable: true,
-  get: function () {
-    return lazy.EchoStreamExceptionFilter;
-  },
-});
+// The build is CommonJS. Where this file runs as an ES module (jest compiles lib/ so), `exports`
+// does not exist and the getters cannot be made: there the transport is the subpath's alone.
+if (typeof exports === 'object') {
+  Object.defineProperty(exports, 'EchoStreamServer', {
+    enumerable: true,
+    get: function () {
+      return lazy.EchoStreamServer;
+    },
+  });
+  Object.defineProperty(exports, 'EchoStreamClient', {
+    enumerable: true,
+    get: function () {
+      return lazy.EchoStreamClient;
+    },
+  });
+  Object.defineProperty(exports, 'EchoStreamContext', {
+    enumerable: true,
+    get: function () {
+      return lazy.EchoStreamContext;
+    },
+  });
+  Object.defineProperty(exports, 'EchoStreamExceptionFilter', {
+    enumerable: true,
+    get: function () {
+      return lazy.EchoStreamExceptionFilter;
+    },
+  });
+}

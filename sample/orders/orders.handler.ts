@@ -1,7 +1,12 @@
-import { Injectable, Logger, UseInterceptors, ValidationPipe } from '@nestjs/common';
+import { Inject, Injectable, Logger, UseInterceptors, ValidationPipe } from '@nestjs/common';
+import type { ClientProxy } from '@nestjs/microservices';
+import { lastValueFrom } from 'rxjs';
 // A real app imports these from 'nestjs-echo-stream'.
 import { Ctx, Payload, StreamHandler, type StreamMessage } from '../../lib';
+// A real app imports this from 'nestjs-echo-stream/microservices'.
+import { EchoStreamRecordBuilder } from '../../lib/microservices';
 import { SampleConfig } from '../config';
+import { NOTIFIER, ORDER_CHARGED, type OrderCharged } from '../notifications';
 import { ORDERS_STREAM } from './order';
 import { OrderDto } from './order.dto';
 import { StreamLoggingInterceptor } from './stream-logging.interceptor';
@@ -23,7 +28,10 @@ export class OrdersHandler {
   /** Orders this process charged. */
   charged = 0;
 
-  constructor(private readonly config: SampleConfig) {}
+  constructor(
+    private readonly config: SampleConfig,
+    @Inject(NOTIFIER) private readonly notifier: ClientProxy,
+  ) {}
 
   @StreamHandler(ORDERS_STREAM, 'billing', {
     dedup: true,
@@ -48,6 +56,13 @@ export class OrdersHandler {
     this.charged++;
     this.logger.log(
       `handled order ${id}: ${payload.qty} x ${payload.sku} (entry ${message.entryId}, attempt ${attempts})`,
+    );
+    // the notifications microservice hears of it; under the order's id, so that a charge retried
+    // after this emit (its ack lost) notifies once (its @EventPattern has `dedup: true`)
+    const event: OrderCharged = { orderId: id, sku: payload.sku, qty: payload.qty };
+    await lastValueFrom(
+      this.notifier.emit(ORDER_CHARGED, new EchoStreamRecordBuilder(event).setId(id).build()),
+      { defaultValue: undefined },
     );
   }
 }
