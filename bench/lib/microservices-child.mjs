@@ -4,6 +4,7 @@
 //   drain-handler   a @StreamHandler no-op (synchronous, per entry, module defaults) in
 //                   NestFactory.createApplicationContext drains `stream` (n pre-filled entries)
 //   drain-handler-async   the same handler returning a resolved promise (the engine's async path)
+//   drain-handler-payload the same handler with `@Payload()` (Nest's pipeline around the call)
 //   drain-event     an @EventPattern no-op under EchoStreamServer (module defaults) drains it
 //   serve-echo / serve-redis    a @MessagePattern echo handler (extras: cfg.extras) under
 //                   EchoStreamServer / Nest's Transport.REDIS; says { type: 'ready' }, runs
@@ -80,9 +81,12 @@ async function drain(start) {
   }
 }
 
-/** (a) the module's own @StreamHandler; `async`: the no-op returns a promise (a2). */
-function startStreamHandler(onEntry, async = false) {
-  const { EchoStreamModule, StreamHandler } = require(cfg.lib);
+/**
+ * (a) the module's own @StreamHandler; `async`: the no-op returns a promise (a2); `payload`: its
+ * parameter is `@Payload()`, so the call runs through Nest's pipeline as an @EventPattern's does (a3).
+ */
+function startStreamHandler(onEntry, { async = false, payload = false } = {}) {
+  const { EchoStreamModule, StreamHandler, Payload } = require(cfg.lib);
   class Handler {
     handle() {
       onEntry();
@@ -90,6 +94,7 @@ function startStreamHandler(onEntry, async = false) {
     }
   }
   decorate(Handler, 'handle', StreamHandler(cfg.stream, cfg.group));
+  if (payload) Payload()(Handler.prototype, 'handle', 0);
   Injectable()(Handler);
   const AppModule = moduleOf({
     imports: [EchoStreamModule.forRoot({ connection: cfg.url })],
@@ -198,7 +203,9 @@ async function send(transport) {
 
 const ROLES = {
   'drain-handler': () => drain(startStreamHandler),
-  'drain-handler-async': () => drain((onEntry) => startStreamHandler(onEntry, true)),
+  'drain-handler-async': () => drain((onEntry) => startStreamHandler(onEntry, { async: true })),
+  'drain-handler-payload': () =>
+    drain((onEntry) => startStreamHandler(onEntry, { payload: true })),
   'drain-event': () => drain(startEventPattern),
   'serve-echo': () => serve('echo'),
   'serve-redis': () => serve('redis'),
