@@ -5,10 +5,9 @@
  * the transport's groups (standalone too).
  */
 import 'reflect-metadata';
-import { Controller, Injectable, Logger, type INestApplication } from '@nestjs/common';
+import { Controller, Injectable, type INestApplication } from '@nestjs/common';
 import { EventPattern } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
-import type { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import {
   ConsumerStats,
@@ -18,18 +17,13 @@ import {
   StreamProducer,
   type StreamMessage,
 } from '../../lib';
-import {
-  EchoStreamClient,
-  EchoStreamServer,
-  type EchoStreamServerOptions,
-} from '../../lib/microservices';
-import { RedisServer, stopAllRedisServers } from '../support/redis-server';
+import { EchoStreamServer, type EchoStreamServerOptions } from '../../lib/microservices';
+import { useMicroservices } from '../support/microservices';
 import { waitFor } from '../support/wait-for';
 
-let server: RedisServer;
-let redis: Redis;
+// the file's server and clients (closed after each test); the hybrid apps are this file's own
+const ms = useMicroservices();
 const apps: INestApplication[] = [];
-const clients: EchoStreamClient[] = [];
 const handled: string[] = [];
 const DEFAULTS = { blockMs: 200, minIdleMs: 1000, consumerCleanup: { idleMs: 1000 } };
 
@@ -49,30 +43,18 @@ class Plain {
   }
 }
 
-beforeAll(async () => {
-  server = await RedisServer.start();
-  redis = server.client();
-  Logger.overrideLogger(['error']);
-});
 afterEach(async () => {
   await Promise.all(apps.splice(0).map((app) => app.close()));
-  await Promise.all(clients.splice(0).map((client) => client.close()));
   handled.length = 0;
-});
-afterAll(async () => {
-  redis.disconnect();
-  await stopAllRedisServers();
 });
 
 async function consumerNames(stream: string, group: string): Promise<string[]> {
-  const reply = (await redis.xinfo('CONSUMERS', stream, group)) as unknown[][];
+  const reply = (await ms.redis().xinfo('CONSUMERS', stream, group)) as unknown[][];
   return reply.map((flat) => String(flat[flat.indexOf('name') + 1])).sort();
 }
 
 async function emit(pattern: string, data: unknown): Promise<void> {
-  const client = new EchoStreamClient({ connection: server.url });
-  clients.push(client);
-  await lastValueFrom(client.emit(pattern, data), { defaultValue: undefined });
+  await lastValueFrom(ms.client().emit(pattern, data), { defaultValue: undefined });
 }
 
 /** An HTTP app with EchoStreamModule and the transport connected; `withApp`: the option set. */
@@ -83,7 +65,7 @@ async function hybrid(
   const moduleRef = await Test.createTestingModule({
     imports: [
       EchoStreamModule.forRoot({
-        connection: server.url,
+        connection: ms.server().url,
         consumerName: 'hybrid',
         defaults: DEFAULTS,
       }),
@@ -96,7 +78,7 @@ async function hybrid(
   app.connectMicroservice(
     {
       strategy: new EchoStreamServer({
-        connection: server.url,
+        connection: ms.server().url,
         group: 'svc',
         consumerName: 'hybrid',
         defaults: DEFAULTS,
@@ -153,16 +135,19 @@ it("trims the transport's stream by its own retention rule, never below what its
   });
   for (let n = 10; n < 30; n++) await emit(stream, { n });
   await waitFor(() => handled.length === 20, { message: '20 handled' });
-  await waitFor(async () => (await redis.xlen(stream)) <= 5, {
+  await waitFor(async () => (await ms.redis().xlen(stream)) <= 5, {
     timeoutMs: 8000,
     message: 'trimmed to 5',
   });
-  expect(await redis.xlen(stream)).toBeGreaterThanOrEqual(5);
+  expect(await ms.redis().xlen(stream)).toBeGreaterThanOrEqual(5);
 });
 
 it("deletes a dead consumer of the transport's group (consumer cleanup), never its own", async () => {
-  await redis.xgroup('CREATE', 'hy.events', 'svc', '$', 'MKSTREAM').catch(() => undefined);
-  await redis.xgroup('CREATECONSUMER', 'hy.events', 'svc', 'gone-pod');
+  await ms
+    .redis()
+    .xgroup('CREATE', 'hy.events', 'svc', '$', 'MKSTREAM')
+    .catch(() => undefined);
+  await ms.redis().xgroup('CREATECONSUMER', 'hy.events', 'svc', 'gone-pod');
   expect(await consumerNames('hy.events', 'svc')).toContain('gone-pod');
   await hybrid(false);
   await waitFor(async () => !(await consumerNames('hy.events', 'svc')).includes('gone-pod'), {
@@ -177,7 +162,7 @@ it('fails listen() when the option names an app without EchoStreamModule', async
   const app = moduleRef.createNestApplication({ logger: false });
   apps.push(app);
   app.connectMicroservice({
-    strategy: new EchoStreamServer({ connection: server.url, group: 'svc', app }),
+    strategy: new EchoStreamServer({ connection: ms.server().url, group: 'svc', app }),
   });
   await expect(app.startAllMicroservices()).rejects.toThrow(
     "EchoStreamServer: option 'app' names an app without EchoStreamModule",
