@@ -3,8 +3,9 @@
  *
  * Two projects split the suite by how it may run (docs/testing.md):
  * - `parallel`: the unit specs, the e2e specs that only wait for events and the fault specs that
- *   check states, not times, run two files at a time (`--maxWorkers=2`); each file starts its own
- *   servers on free ports and uses its own stream names.
+ *   check states, not times, run several files at a time (the count is in `PHASES`,
+ *   scripts/lib/jest-phases.mjs); each file starts its own servers on free ports and uses its own
+ *   stream names.
  * - `serial`: the other fault specs, the Cluster specs and the e2e specs that assert wall-clock
  *   bounds or counts per time window, run one file at a time (`--runInBand`) so no other spec
  *   competes with their timers.

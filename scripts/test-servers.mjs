@@ -40,8 +40,10 @@ const SKIPPED = {
   'test/e2e/dashboard-page.e2e.spec.ts': 'headless Chromium over the API dashboard-api covers',
   'test/e2e/sample-page.e2e.spec.ts': 'the sample app in Chromium',
   'test/e2e/sample-archive.e2e.spec.ts': "the sample's archive hook: retention.e2e covers it",
-  'test/e2e/dashboard-page-hardening.e2e.spec.ts': 'the page in Chromium: escapes, refresh, confirm',
-  'test/e2e/dashboard-rebinding.e2e.spec.ts': 'the host check in Chromium: dashboard-hosts covers it',
+  'test/e2e/dashboard-page-hardening.e2e.spec.ts':
+    'the page in Chromium: escapes, refresh, confirm',
+  'test/e2e/dashboard-rebinding.e2e.spec.ts':
+    'the host check in Chromium: dashboard-hosts covers it',
   'test/e2e/dashboard-hosts.e2e.spec.ts': 'Host and Origin rules over HTTP: our code',
   'test/e2e/cli-safety.e2e.spec.ts': 'credentials and escapes in what the CLI prints: our code',
   'test/faults/connection.fault.spec.ts':
@@ -136,8 +138,9 @@ for (const name of servers) {
   }
   console.log(`\n==> test:servers: ${name}: ${chosen.label}`);
   const started = Date.now();
-  // split as npm test splits the suite: the parallel project two files at a time, then the serial
-  // one alone; the roots before the patterns (the array option would swallow what follows it)
+  // split as npm test splits the suite (PHASES, scripts/lib/jest-phases.mjs): the parallel project
+  // several files at a time, then the serial one alone; the roots before the patterns (the array
+  // option would swallow what follows it)
   const core = CORE_ONLY.has(name) && process.env.TEST_SERVERS_FULL !== '1';
   const ignored = core ? [...ignore, ...BEYOND_CORE] : ignore;
   if (core) console.log(`test:servers: ${name}: the core specs (TEST_SERVERS_FULL=1: all)`);

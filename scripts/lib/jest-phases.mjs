@@ -1,7 +1,7 @@
 /**
  * The suite's jest runs, one per project of jest.config.cjs, in order: first the specs that may
- * share the machine (two files at a time), then the ones that must have it to themselves (one file
- * at a time). Used by `npm test` (scripts/test-suite.mjs) and `npm run test:servers`
+ * share the machine (several files at a time), then the ones that must have it to themselves (one
+ * file at a time). Used by `npm test` (scripts/test-suite.mjs) and `npm run test:servers`
  * (scripts/test-servers.mjs), so both split the suite the same way. docs/testing.md explains it.
  */
 import { spawn } from 'node:child_process';
@@ -14,11 +14,12 @@ import { fileURLToPath } from 'node:url';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /**
- * Each phase: the jest project it runs and how. Two workers, not jest's default of cores - 1 (one
- * on CI's 2 cores): the parallel specs mostly wait on servers, timers and child processes.
+ * Each phase: the jest project it runs and how. Four workers, not jest's default of cores - 1 (one
+ * on CI's 2 cores): the parallel specs mostly wait on servers, timers and child processes, so more
+ * files than cores keep the cores busy (docs/testing.md has the figures).
  */
 export const PHASES = Object.freeze([
-  Object.freeze({ project: 'parallel', args: Object.freeze(['--maxWorkers=2']) }),
+  Object.freeze({ project: 'parallel', args: Object.freeze(['--maxWorkers=4']) }),
   Object.freeze({ project: 'serial', args: Object.freeze(['--runInBand']) }),
 ]);
 
