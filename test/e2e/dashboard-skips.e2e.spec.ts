@@ -106,7 +106,11 @@ async function groups(): Promise<Map<string, GroupView>> {
 
 describe('skips on the dashboard', () => {
   it('the overview API shows totalDuplicates and totalStale of the loop; null for a group the app runs none of', async () => {
-    expect((await groups()).get('postings')).toMatchObject({ totalDuplicates: 0, totalStale: 0, totalFenced: 0 });
+    expect((await groups()).get('postings')).toMatchObject({
+      totalDuplicates: 0,
+      totalStale: 0,
+      totalFenced: 0,
+    });
 
     const older = brandedId();
     const newer = brandedId();
@@ -128,7 +132,11 @@ describe('skips on the dashboard', () => {
       totalDuplicates: 2,
       totalStale: 1,
     });
-    expect(byGroup.get(HOSTILE_GROUP)).toMatchObject({ totalDuplicates: null, totalStale: null, totalFenced: null });
+    expect(byGroup.get(HOSTILE_GROUP)).toMatchObject({
+      totalDuplicates: null,
+      totalStale: null,
+      totalFenced: null,
+    });
   });
 });
 

@@ -47,7 +47,11 @@ beforeAll(async () => {
   cluster = await RedisCluster.start();
   redis = cluster.client();
   const moduleRef = await Test.createTestingModule({
-    imports: [EchoStreamModule.forRoot({ cluster: { nodes: cluster.nodes } })],
+    // the first publish may wait for the Cluster connection: 10 s, not the default 2 s (on CI's
+    // 2 cores beside three other spec files it once took longer than 2 s)
+    imports: [
+      EchoStreamModule.forRoot({ cluster: { nodes: cluster.nodes }, publishTimeoutMs: 10_000 }),
+    ],
     providers: [Skipping],
   }).compile();
   app = moduleRef.createNestApplication();

@@ -96,7 +96,13 @@ describe('entries released at a graceful stop are not charged the read that neve
     const { a, ids, released } = await releaseMidBatch(server, stream);
     expect(released.length).toBeGreaterThanOrEqual(5);
 
-    const again = startLoop({ url: server.url, stream, group: 'g', consumer: 'a', options: STRICT });
+    const again = startLoop({
+      url: server.url,
+      stream,
+      group: 'g',
+      consumer: 'a',
+      options: STRICT,
+    });
     await waitFor(async () => (await pendingCount(redis, stream, 'g')) === 0, {
       message: 'nothing pending',
     });
