@@ -1,7 +1,7 @@
 import { EchoStreamConnectionError } from '../errors/echo-stream-connection.error';
 import { EchoStreamPublishError } from '../errors/echo-stream-publish.error';
 import type { ConnectionMonitor } from '../redis/stream-roles';
-import { RedisDeadlineError } from '../redis/redis-errors';
+import { RedisDeadlineError, replyWithin } from '../redis/redis-errors';
 
 /** What the publish timer rejects with; the link stays as it is (the reply may just be slow). */
 const NO_REPLY = Symbol('no reply within publishTimeoutMs');
@@ -47,12 +47,9 @@ export async function publishWithin<T>(
   }
   const left = Math.max(1, timeoutMs - (Date.now() - startedAt)) + waitMs;
   const sent = send();
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(NO_REPLY), left);
-  });
   try {
-    return await Promise.race([sent, expired]);
+    // a reply that comes (or fails) after the caller was told is left to arrive: nothing waits
+    return await replyWithin(sent, left, () => NO_REPLY);
   } catch (err) {
     if (
       err === NO_REPLY ||
@@ -62,10 +59,6 @@ export async function publishWithin<T>(
       throw publishError(call, timeoutMs, 'unknown', err, link, waitMs);
     }
     throw err;
-  } finally {
-    clearTimeout(timer);
-    // the reply may still come (or fail) after the caller was told: nothing waits for it
-    sent.catch(() => undefined);
   }
 }
 

@@ -1,6 +1,7 @@
 /**
- * What a Redis reply or a failed command says, told from the error alone. No ioredis here: the
- * engine (lib/consumer) and the surfaces classify errors without loading the Redis driver.
+ * What a Redis reply or a failed command says, told from the error alone, and when a missing
+ * reply counts as missing. No ioredis here: the engine (lib/consumer) and the surfaces classify
+ * errors without loading the Redis driver.
  */
 
 /** Raised when a command outlives its deadline; the connection was replaced. */
@@ -11,6 +12,37 @@ export class RedisDeadlineError extends Error {
     );
     this.name = 'RedisDeadlineError';
   }
+}
+
+/**
+ * The deadline every Redis reply is held to: settles as `reply` does, or, when `ms` pass first,
+ * rejects with what `expired()` returns. The verdict waits for the I/O of that turn of the event
+ * loop: after a busy stretch (a long synchronous handler, a GC pause) the timer runs before the
+ * socket is read, and a reply already received must not be taken for one that never came.
+ */
+export function replyWithin<T>(reply: Promise<T>, ms: number, expired: () => unknown): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    const timer = setTimeout(
+      () =>
+        setImmediate(() => {
+          if (!settled) reject(expired());
+        }),
+      ms,
+    );
+    reply.then(
+      (value) => {
+        settled = true;
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err: unknown) => {
+        settled = true;
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
 }
 
 /** True for an error reply of the server (not a connection failure): it would say the same again. */

@@ -3,12 +3,23 @@
  * what becomes an `EchoStreamPublishError`, and when. The real link cases (closed port,
  * blackhole, slow link) are in test/faults/redis-down.fault.spec.ts.
  */
+import { spawn } from 'node:child_process';
+import * as net from 'node:net';
 import { EchoStreamConnectionError, EchoStreamPublishError, StreamProducer } from '../../lib';
 import type { EchoStreamConnections } from '../../lib/runtime/echo-stream.connections';
 import { publishWithin } from '../../lib/producer/publish-deadline';
 import { FakeStreamsClient } from '../support/fake-streams-client';
 
 const call = { method: 'publish', stream: 'orders', ids: ['id-1'] };
+
+/** A loopback echo server that prints its port. */
+const ECHO_SERVER = `
+  const server = require('node:net').createServer((s) => {
+    s.on('error', () => undefined);
+    s.on('data', (d) => s.write(d));
+  });
+  server.listen(0, '127.0.0.1', () => process.stdout.write(String(server.address().port)));
+`;
 
 describe('publishWithin', () => {
   it('a reply in time is returned as it is', async () => {
@@ -36,6 +47,33 @@ describe('publishWithin', () => {
     expect((err as Error).message).toContain('4 ids, a ... d');
     expect(ms).toBeGreaterThanOrEqual(195);
     expect(ms).toBeLessThan(1500);
+  });
+
+  it('a reply that came while the event loop was busy past the time is taken, not reported lost', async () => {
+    // a loopback echo in a process of its own (one in this process could not answer while this
+    // one is busy): the reply arrives over a socket, as Redis's does
+    const echo = spawn(process.execPath, ['-e', ECHO_SERVER], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    try {
+      const port = Number(
+        await new Promise<string>((resolve) => echo.stdout.once('data', (d) => resolve(String(d)))),
+      );
+      const socket = net.connect(port, '127.0.0.1');
+      await new Promise((resolve) => socket.once('connect', resolve));
+      const send = () =>
+        new Promise<string>((resolve) => {
+          socket.once('data', (d) => resolve(String(d)));
+          socket.write('1-0');
+        });
+      const reply = publishWithin(undefined, 50, call, send);
+      const busyUntil = Date.now() + 300; // the echo lands meanwhile; the timer is due too
+      while (Date.now() < busyUntil);
+      await expect(reply).resolves.toBe('1-0');
+      socket.destroy();
+    } finally {
+      echo.kill();
+    }
   });
 
   it('waitMs (the replicaTimeoutMs of a durable publish) extends the reply bound, and the text says so', async () => {

@@ -1,7 +1,7 @@
 import type { ChainableCommander } from 'ioredis';
 import { ConnectionMonitor } from './connection-monitor';
 import { isCluster, type RedisConnection } from './cluster-routing';
-import { isNoScriptError, RedisDeadlineError } from '../redis-errors';
+import { isNoScriptError, RedisDeadlineError, replyWithin } from '../redis-errors';
 
 /**
  * Deadline of every non-blocking command.
@@ -153,10 +153,9 @@ export class CommandLink {
 }
 
 /**
- * Rejects with {@link RedisDeadlineError} (after `onExpire`) when `promise` takes longer than `ms`.
- * The verdict waits for the I/O of that turn of the event loop: after a busy stretch (a long
- * synchronous handler, a GC pause) the timer runs before the socket is read, and a reply already
- * received must not be taken for one that never came (and the connection dropped for it).
+ * Rejects with {@link RedisDeadlineError} (after `onExpire`) when `promise` takes longer than `ms`
+ * ({@link replyWithin}: a reply that came while the event loop was busy is taken, and the
+ * connection is not dropped for it).
  */
 export function withDeadline<T>(
   promise: Promise<T>,
@@ -164,28 +163,8 @@ export function withDeadline<T>(
   command: string,
   onExpire?: () => void,
 ): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    let settled = false;
-    const timer = setTimeout(
-      () =>
-        setImmediate(() => {
-          if (settled) return;
-          onExpire?.();
-          reject(new RedisDeadlineError(command, ms));
-        }),
-      ms,
-    );
-    promise.then(
-      (value) => {
-        settled = true;
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (err: unknown) => {
-        settled = true;
-        clearTimeout(timer);
-        reject(err);
-      },
-    );
+  return replyWithin(promise, ms, () => {
+    onExpire?.();
+    return new RedisDeadlineError(command, ms);
   });
 }
