@@ -628,13 +628,14 @@ describe('a large PEL', () => {
     const { consumer } = start({
       stream,
       group: 'g',
-      // every first delivery fails before the first retry is due (a loaded machine reads 1,500
-      // entries in well under 3 s): the PEL holds all of them at once
+      // every first delivery fails before the first retry is due, so the PEL holds all of them
+      // at once; reading 1,500 entries took over 3 s on CI's 2 cores beside three other spec
+      // files (the PEL peaked at 1,281 there with a 3 s delay)
       options: {
         ...FAST,
         batchSize: 100,
         maxDeliveries: 2,
-        retry: { type: 'fixed', delayMs: 3000 },
+        retry: { type: 'fixed', delayMs: 8000 },
       },
       handle: () => {
         calls++;
@@ -643,10 +644,20 @@ describe('a large PEL', () => {
     });
     await waitFor(
       async () => {
-        maxPending = Math.max(maxPending, await pendingCount(stream, 'g'));
-        return (await redis.xlen(dlq)) === 1500 && (await pendingCount(stream, 'g')) === 0;
+        const pending = await pendingCount(stream, 'g');
+        maxPending = Math.max(maxPending, pending);
+        const dead = await redis.xlen(dlq);
+        if (dead === 1500 && pending === 0) return true;
+        // thrown, not returned: a timeout then says where the entries were
+        const { retrying, totalDlq, totalRetries } = consumer.snapshot();
+        throw new Error(
+          `dlq ${dead}, pending ${pending}, calls ${calls}, ` +
+            `snapshot retrying ${retrying} totalRetries ${totalRetries} totalDlq ${totalDlq}`,
+        );
       },
-      { timeoutMs: 15_000, intervalMs: 50, message: '1,500 dead letters, PEL empty' },
+      // 8 s of delay plus two rounds of 1,500: about 12 s on one core beside three other spec
+      // files; CI's 2 cores ran slower still
+      { timeoutMs: 40_000, intervalMs: 50, message: '1,500 dead letters, PEL empty' },
     );
     expect(maxPending).toBe(1500);
     const dead = await deadLetters(dlq);

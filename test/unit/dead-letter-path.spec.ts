@@ -80,6 +80,62 @@ describe('DeadLetterPath', () => {
     expect(loop.counters.snapshot().totalDlq).toBe(1);
   });
 
+  it('a batch: the copies go out together, in order, before any ack; with no @DeadLetter method one XACK settles them', async () => {
+    const { loop, fake, ids, path, candidate } = setUp({ deadLetterStream: DLQ }, undefined, 0);
+    const done = await path.send(
+      ids.map((id) => candidate(id)),
+      'max_deliveries',
+    );
+    expect(done).toEqual(ids);
+    expect(fake.calls.map((c) => c.method)).toEqual(['add', 'add', 'add', 'ack']);
+    expect(fake.callsOf('ack')[0].args[2]).toEqual(ids);
+    expect(fake.entries(DLQ).map((e) => e.fields[e.fields.indexOf('dlq_entry_id') + 1])).toEqual(
+      ids,
+    );
+    expect(fake.pel(S, G).size).toBe(0);
+    expect(loop.counters.snapshot().totalDlq).toBe(3);
+  });
+
+  it('a batch with @DeadLetter methods goes one entry at a time: copy, methods, XACK', async () => {
+    const order: string[] = [];
+    const { fake, ids, path, candidate } = setUp({ deadLetterStream: DLQ }, async (letter) => {
+      order.push(`handler ${letter.entryId} (acked before: ${fake.callsOf('ack').length})`);
+    });
+    expect(await path.send([candidate(ids[0]), candidate(ids[1])], 'rejected')).toEqual([
+      ids[0],
+      ids[1],
+    ]);
+    expect(fake.calls.map((c) => c.method)).toEqual(['add', 'ack', 'add', 'ack']);
+    expect(order).toEqual([
+      `handler ${ids[0]} (acked before: 0)`,
+      `handler ${ids[1]} (acked before: 1)`,
+    ]);
+  });
+
+  it('a copy that fails in a batch leaves that entry pending, named in the error; the others are settled', async () => {
+    const { loop, fake, ids, path, candidate } = setUp({ deadLetterStream: DLQ }, undefined, 0);
+    fake.fail('add', {
+      error: new Error('OOM command not allowed'),
+      when: (args) => (args[1] as string[]).includes(ids[1]),
+    });
+    const done = await path.send(
+      ids.map((id) => candidate(id)),
+      'max_deliveries',
+    );
+    expect(done).toEqual([ids[0], ids[2]]);
+    expect([...fake.pel(S, G).keys()]).toEqual([ids[1]]);
+    expect(
+      loop.logger.has(
+        new RegExp(
+          `Dead-letter path failed for T\\.h orders/g entry ${ids[1]} \\(max_deliveries\\); it stays pending and is retried: OOM`,
+        ),
+      ),
+    ).toBe(true);
+    // the retry copies only the one that failed
+    expect(await path.send([candidate(ids[1])], 'max_deliveries')).toEqual([ids[1]]);
+    expect(fake.entries(DLQ)).toHaveLength(3);
+  });
+
   it('a failing @DeadLetter method leaves the entry pending; the retry does not copy it twice', async () => {
     let fail = true;
     const { loop, fake, ids, path, candidate } = setUp({ deadLetterStream: DLQ }, async () => {
@@ -125,7 +181,7 @@ describe('DeadLetterPath', () => {
       seen = path.inFlight;
     });
     await path.send([candidate(ids[2])], 'max_deliveries');
-    expect(seen).toEqual({ entryId: ids[2], step: 'handlers' });
+    expect(seen).toEqual({ entryIds: [ids[2]], step: 'handlers' });
     expect(path.inFlight).toBeUndefined();
   });
 

@@ -8,13 +8,13 @@ describe('stillRunning', () => {
     );
   });
 
-  it('names the entry on the dead-letter path and its step', () => {
-    expect(stillRunning([], { entryId: '3-0', step: 'handlers' }, 500)).toBe(
+  it('names the entries on the dead-letter path and their step', () => {
+    expect(stillRunning([], { entryIds: ['3-0'], step: 'handlers' }, 500)).toBe(
       '@DeadLetter methods still running after 500 ms for entry 3-0; it stays pending and is ' +
         'dead-lettered again by whoever takes it over (reclaim after minIdleMs, or a restart)',
     );
-    expect(stillRunning(['1-0'], { entryId: '3-0', step: 'copy' }, 500)).toMatch(
-      /^handlers still running .*; the dead-letter copy \(XADD\) still running after 500 ms for entry 3-0;/,
+    expect(stillRunning(['1-0'], { entryIds: ['3-0', '4-0'], step: 'copy' }, 500)).toMatch(
+      /^handlers still running .*; the dead-letter copy \(XADD\) still running after 500 ms for entries 3-0, 4-0; they stay pending and are dead-lettered again by whoever takes them over/,
     );
   });
 

@@ -17,9 +17,12 @@ export function stillRunning(
     );
   if (dying) {
     const what = dying.step === 'handlers' ? '@DeadLetter methods' : 'the dead-letter copy (XADD)';
+    const one = dying.entryIds.length === 1;
     running.push(
-      `${what} still running after ${ms} ms for entry ${dying.entryId}; it stays pending ` +
-        `and is dead-lettered again by whoever takes it over (reclaim after minIdleMs, or a restart)`,
+      `${what} still running after ${ms} ms for ${one ? 'entry' : 'entries'} ` +
+        `${dying.entryIds.join(', ')}; ${one ? 'it stays' : 'they stay'} pending and ` +
+        `${one ? 'is' : 'are'} dead-lettered again by whoever takes ${one ? 'it' : 'them'} over ` +
+        `(reclaim after minIdleMs, or a restart)`,
     );
   }
   if (running.length === 0)

@@ -35,18 +35,20 @@ export interface DeadLetterRoute {
   partition?: number;
 }
 
-/** The entry on the dead-letter path now, and the step it is in. */
+/** The entries on the dead-letter path now, and the step they are in. */
 export interface DeadLetterInFlight {
-  entryId: string;
+  /** The batch being copied (`copy`), or the one entry whose `@DeadLetter` methods run. */
+  entryIds: readonly string[];
   step: 'copy' | 'handlers';
 }
 
 /**
  * The dead-letter path (docs/dead-letters.md), in its order: (a) copy to the dead-letter stream,
- * (b) call the matching `@DeadLetter` methods, (c) XACK. A failure in (a) or (b) leaves the entry
- * pending (the next sweep retries it); nothing is acked before its dead letter is safely
- * somewhere. Once the loop stops, no entry starts down the path; each one that completed is acked
- * at once.
+ * (b) call the matching `@DeadLetter` methods, (c) XACK. Without `@DeadLetter` methods a batch's
+ * copies go out together (one round trip, in order) and one XACK settles them. A failure in (a)
+ * or (b) leaves the entry pending (the next sweep retries it); nothing is acked before its dead
+ * letter is safely somewhere. Once the loop stops, no entry starts down the path; each one that
+ * completed is acked at once.
  */
 export class DeadLetterPath {
   /** Entries copied whose handlers failed: a retry must not copy them twice. */
@@ -86,13 +88,13 @@ export class DeadLetterPath {
     this.isAbandoned = () => context.isAbandoned();
   }
 
-  /** The entry on the path now (its copy or its `@DeadLetter` methods running), if any. */
+  /** The entries on the path now (being copied, or one in its `@DeadLetter` methods), if any. */
   get inFlight(): DeadLetterInFlight | undefined {
     return this.current;
   }
 
   /**
-   * Sends each candidate down the path, until the loop stops (the rest stay pending, untouched);
+   * Sends each candidate down the path until the loop stops (the rest stay pending, untouched);
    * returns the entry ids that were acked.
    */
   async send(
@@ -102,62 +104,135 @@ export class DeadLetterPath {
     const done: string[] = [];
     const acks: Array<Promise<void>> = [];
     const ackFailures: unknown[] = [];
-    for (const candidate of candidates) {
+    // acked at once, pipelined with what follows: a stop that gives up on a later entry leaves
+    // this one settled, so a restart does not dead-letter it a second time (caught here, at
+    // once: a rejection must not wait unhandled while a later entry runs)
+    const ack = (ids: string[]) =>
+      acks.push(this.ack(ids).catch((err: unknown) => void ackFailures.push(err)));
+    for (const step of this.steps(candidates.map(bounded))) {
       if (this.isStopping()) break;
-      const sent = await this.sendOne(bounded(candidate), reason); // never throws
-      this.current = undefined;
-      if (!sent) continue;
-      // acked at once, pipelined with the next entry's copy: a stop that gives up on a later
-      // entry leaves this one settled, so a restart does not dead-letter it a second time
-      // (caught here, at once: a rejection must not wait unhandled while a later entry runs)
-      acks.push(this.ack(candidate.entryId).catch((err: unknown) => void ackFailures.push(err)));
-      done.push(candidate.entryId);
+      const settled = await this.sendStep(step, reason); // never throws
+      if (settled.length === 0) continue;
+      ack(settled);
+      done.push(...settled);
     }
     await Promise.all(acks);
     if (ackFailures.length > 0) throw ackFailures[0];
     return done;
   }
 
-  private async ack(entryId: string): Promise<void> {
-    await this.acks.exited([entryId]);
-    this.copied.delete(entryId);
-    this.counters.deadLettered(1);
+  /**
+   * How the candidates go down the path: all at once when nothing but the copy runs (one round
+   * trip for the batch's copies, one XACK); one by one with `@DeadLetter` methods, so a stop
+   * leaves at most the entry in its methods copied and not acked.
+   */
+  private steps(candidates: DeadLetterCandidate[]): DeadLetterCandidate[][] {
+    if (candidates.length === 0) return [];
+    return this.sink.handlerCount > 0 ? candidates.map((c) => [c]) : [candidates];
   }
 
-  private async sendOne(
+  /** (a) and (b) for a step; returns the entries ready for their XACK. Never throws. */
+  private async sendStep(
+    step: readonly DeadLetterCandidate[],
+    reason: DeadLetterReason,
+  ): Promise<string[]> {
+    const settled: string[] = [];
+    for (const candidate of await this.copy(step, reason)) {
+      if (this.sink.handlerCount > 0 && !(await this.callHandlers(candidate, reason))) continue;
+      if (!this.dropping)
+        this.logger.warn(
+          `Dead-lettered (${reason}) ${this.where(candidate.entryId)} after ${candidate.attempts} deliveries`,
+        );
+      settled.push(candidate.entryId);
+    }
+    return settled;
+  }
+
+  /** No dead-letter stream and no `@DeadLetter` method: an entry is only warned about and acked. */
+  private get dropping(): boolean {
+    return this.route.deadLetterStream === false && this.sink.handlerCount === 0;
+  }
+
+  private async ack(entryIds: string[]): Promise<void> {
+    await this.acks.exited(entryIds);
+    for (const entryId of entryIds) this.copied.delete(entryId);
+    this.counters.deadLettered(entryIds.length);
+  }
+
+  /**
+   * (a) for the batch: the copies not made yet, sent together (in order, one round trip). Returns
+   * the candidates that may go on: copied now or before; all of them with no dead-letter stream.
+   * Never throws: a failed copy is logged and its entry stays pending.
+   */
+  private async copy(
+    candidates: readonly DeadLetterCandidate[],
+    reason: DeadLetterReason,
+  ): Promise<DeadLetterCandidate[]> {
+    const { deadLetterStream } = this.route;
+    if (deadLetterStream === false) {
+      if (this.dropping)
+        for (const c of candidates)
+          this.logger.warn(
+            `Dropping ${reason} entry with no dead-letter stream and no @DeadLetter handler: ` +
+              `${this.where(c.entryId)} (id ${brandedIdOf(c.fields) ?? '-'}, attempts ` +
+              `${c.attempts}, error ${c.error ?? '-'})`,
+          );
+      return [...candidates];
+    }
+    const toCopy = candidates.filter((c) => !this.copied.has(c.entryId));
+    if (toCopy.length > 0) {
+      this.current = { entryIds: toCopy.map((c) => c.entryId), step: 'copy' };
+      const copies = await Promise.allSettled(
+        toCopy.map((c) => this.client.add(deadLetterStream, this.copyFields(c, reason))),
+      );
+      this.current = undefined;
+      const failed: string[] = [];
+      let failure: unknown;
+      copies.forEach((copy, i) => {
+        if (copy.status === 'fulfilled') this.copied.add(toCopy[i].entryId);
+        else {
+          failed.push(toCopy[i].entryId);
+          failure ??= copy.reason;
+        }
+      });
+      if (failed.length > 0) this.failed(failed, reason, failure);
+    }
+    return candidates.filter((c) => this.copied.has(c.entryId));
+  }
+
+  /** (b) for one entry; false when it must stay pending (abandoned, or a method threw). */
+  private async callHandlers(
     candidate: DeadLetterCandidate,
     reason: DeadLetterReason,
   ): Promise<boolean> {
-    const { stream, group, handlerName, deadLetterStream } = this.route;
-    const where = `${handlerName} ${stream}/${group} entry ${candidate.entryId}`;
-    if (deadLetterStream === false && this.sink.handlerCount === 0) {
-      this.logger.warn(
-        `Dropping ${reason} entry with no dead-letter stream and no @DeadLetter handler: ${where} ` +
-          `(id ${brandedIdOf(candidate.fields) ?? '-'}, attempts ${candidate.attempts}, error ${candidate.error ?? '-'})`,
-      );
-      return true;
-    }
+    if (this.isAbandoned()) return false; // copied; it stays pending, the copy is not undone
+    this.current = { entryIds: [candidate.entryId], step: 'handlers' };
     try {
-      if (deadLetterStream !== false && !this.copied.has(candidate.entryId)) {
-        this.current = { entryId: candidate.entryId, step: 'copy' };
-        await this.client.add(deadLetterStream, this.copyFields(candidate, reason));
-        this.copied.add(candidate.entryId);
-      }
-      if (this.sink.handlerCount > 0) {
-        if (this.isAbandoned()) return false; // copied; it stays pending, the copy is not undone
-        this.current = { entryId: candidate.entryId, step: 'handlers' };
-        await this.sink.deliver(this.letter(candidate, reason));
-      }
-      this.logger.warn(`Dead-lettered (${reason}) ${where} after ${candidate.attempts} deliveries`);
+      await this.sink.deliver(this.letter(candidate, reason));
       return true;
     } catch (err) {
-      this.counters.errorSeen(errorText(err));
-      this.logger.error(
-        `Dead-letter path failed for ${where} (${reason}); it stays pending and is retried: ${errorText(err)}`,
-        errorStack(err),
-      );
+      this.failed([candidate.entryId], reason, err);
       return false;
+    } finally {
+      this.current = undefined;
     }
+  }
+
+  private failed(entryIds: readonly string[], reason: DeadLetterReason, err: unknown): void {
+    this.counters.errorSeen(errorText(err));
+    const { handlerName, stream, group } = this.route;
+    const which = entryIds.length === 1 ? `entry ${entryIds[0]}` : `entries ${entryIds.join(', ')}`;
+    const them = entryIds.length === 1 ? 'it stays' : 'they stay';
+    this.logger.error(
+      `Dead-letter path failed for ${handlerName} ${stream}/${group} ${which} (${reason}); ` +
+        `${them} pending and ${entryIds.length === 1 ? 'is' : 'are'} retried: ${errorText(err)}`,
+      errorStack(err),
+    );
+  }
+
+  private where(entryId: string): string {
+    const { stream, group, handlerName } = this.route;
+    return `${handlerName} ${stream}/${group} entry ${entryId}`;
   }
 
   private copyFields(candidate: DeadLetterCandidate, reason: DeadLetterReason): string[] {
