@@ -157,8 +157,22 @@ export interface LoopCommands {
     minIdleMs: number,
     ids: readonly string[],
   ): Promise<RawEntry[]>;
-  /** XCLAIM ... JUSTID: resets the idle time of entries this consumer works on (no delivery bump). */
-  touch(stream: string, group: string, consumer: string, ids: readonly string[]): Promise<void>;
+  /**
+   * XCLAIM ... JUSTID of the entries the group's PEL still names this consumer as the owner of:
+   * resets their idle time (no delivery bump), never taking an entry from a peer. Returns the ids
+   * it did not touch (a peer took them over while this consumer was frozen, or they were acked).
+   */
+  touch(stream: string, group: string, consumer: string, ids: readonly string[]): Promise<string[]>;
+  /**
+   * XCLAIM (with bodies, one more delivery) of the entries the group's PEL still names this
+   * consumer as the owner of (its waiting retries); `lost`: the ids it did not claim.
+   */
+  reclaim(
+    stream: string,
+    group: string,
+    consumer: string,
+    ids: readonly string[],
+  ): Promise<{ entries: RawEntry[]; lost: string[] }>;
   /**
    * XCLAIM ... IDLE ms RETRYCOUNT n JUSTID: marks entries as idle for `idleMs`, so peers reclaim
    * them at once, and sets each one's delivery count to `deliveries[i]` (the count it had before

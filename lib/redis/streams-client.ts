@@ -295,6 +295,10 @@ export class RedisStreamsClient
     return this.commands.touch(...args);
   }
 
+  reclaim(...args: Args<StreamsClient['reclaim']>) {
+    return this.commands.reclaim(...args);
+  }
+
   release(...args: Args<StreamsClient['release']>) {
     return this.commands.release(...args);
   }

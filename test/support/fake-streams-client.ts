@@ -424,6 +424,17 @@ export class FakeStreamsClient implements StreamsClient {
   ): Promise<RawEntry[]> {
     const over = this.enter('claim', [stream, group, consumer, minIdleMs, [...ids]]);
     if (over) return over;
+    return this.claimQuietly(stream, group, consumer, minIdleMs, ids);
+  }
+
+  /** XCLAIM's effect, not recorded as a call of its own. */
+  private async claimQuietly(
+    stream: string,
+    group: string,
+    consumer: string,
+    minIdleMs: number,
+    ids: readonly string[],
+  ): Promise<RawEntry[]> {
     const state = this.state(stream, group);
     const now = Date.now();
     const won: RawEntry[] = [];
@@ -449,16 +460,34 @@ export class FakeStreamsClient implements StreamsClient {
     group: string,
     consumer: string,
     ids: readonly string[],
-  ): Promise<void> {
+  ): Promise<string[]> {
     const over = this.enter('touch', [stream, group, consumer, [...ids]]);
     if (over) return over;
     const state = this.state(stream, group);
+    const lost: string[] = [];
     for (const id of ids) {
       const row = state.pel.get(id);
-      if (!row) continue;
-      row.consumer = consumer;
+      if (!row || row.consumer !== consumer) {
+        lost.push(id);
+        continue;
+      }
       row.deliveredAt = Date.now();
     }
+    return lost;
+  }
+
+  async reclaim(
+    stream: string,
+    group: string,
+    consumer: string,
+    ids: readonly string[],
+  ): Promise<{ entries: RawEntry[]; lost: string[] }> {
+    const over = this.enter('reclaim', [stream, group, consumer, [...ids]]);
+    if (over) return over;
+    const state = this.state(stream, group);
+    const lost = ids.filter((id) => state.pel.get(id)?.consumer !== consumer);
+    const mine = ids.filter((id) => !lost.includes(id));
+    return { entries: await this.claimQuietly(stream, group, consumer, 0, mine), lost };
   }
 
   async release(

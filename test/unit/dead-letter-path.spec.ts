@@ -74,8 +74,8 @@ describe('DeadLetterPath', () => {
         error: 'boom',
       },
     ]);
-    // order: copy, then the ack
-    expect(fake.calls.map((c) => c.method)).toEqual(['add', 'ack']);
+    // order: the owner check (a touch), the copy, then the ack
+    expect(fake.calls.map((c) => c.method)).toEqual(['touch', 'add', 'ack']);
     expect(fake.pel(S, G).has(ids[0])).toBe(false);
     expect(loop.counters.snapshot().totalDlq).toBe(1);
   });
@@ -87,7 +87,7 @@ describe('DeadLetterPath', () => {
       'max_deliveries',
     );
     expect(done).toEqual(ids);
-    expect(fake.calls.map((c) => c.method)).toEqual(['add', 'add', 'add', 'ack']);
+    expect(fake.calls.map((c) => c.method)).toEqual(['touch', 'add', 'add', 'add', 'ack']);
     expect(fake.callsOf('ack')[0].args[2]).toEqual(ids);
     expect(fake.entries(DLQ).map((e) => e.fields[e.fields.indexOf('dlq_entry_id') + 1])).toEqual(
       ids,
@@ -105,7 +105,7 @@ describe('DeadLetterPath', () => {
       ids[0],
       ids[1],
     ]);
-    expect(fake.calls.map((c) => c.method)).toEqual(['add', 'ack', 'add', 'ack']);
+    expect(fake.calls.map((c) => c.method)).toEqual(['touch', 'add', 'ack', 'touch', 'add', 'ack']);
     expect(order).toEqual([
       `handler ${ids[0]} (acked before: 0)`,
       `handler ${ids[1]} (acked before: 1)`,
@@ -134,6 +134,42 @@ describe('DeadLetterPath', () => {
     // the retry copies only the one that failed
     expect(await path.send([candidate(ids[1])], 'max_deliveries')).toEqual([ids[1]]);
     expect(fake.entries(DLQ)).toHaveLength(3);
+  });
+
+  it('an entry a peer took over (this process froze past minIdleMs) is left to it: no copy, no method, no ack here', async () => {
+    const { loop, fake, ids, letters, path, candidate } = setUp();
+    fake.hold(S, G, 'peer', [ids[1]]);
+    const done = await path.send(
+      ids.map((id) => candidate(id)),
+      'max_deliveries',
+    );
+    expect(done).toEqual([ids[0], ids[2]]);
+    expect(letters.map((l) => l.entryId)).toEqual([ids[0], ids[2]]);
+    expect(fake.entries(DLQ).map((e) => e.fields[e.fields.indexOf('dlq_entry_id') + 1])).toEqual([
+      ids[0],
+      ids[2],
+    ]);
+    expect(fake.pel(S, G).get(ids[1])?.consumer).toBe('peer');
+    expect(
+      loop.logger.has(
+        new RegExp(
+          `Not dead-lettering \\(max_deliveries\\) T\\.h orders/g entries ${ids[1]}: no longer`,
+        ),
+      ),
+    ).toBe(true);
+  });
+
+  it('a failed owner check leaves the step pending, named in the error, and copies nothing', async () => {
+    const { loop, fake, ids, path, candidate } = setUp({ deadLetterStream: DLQ }, undefined, 0);
+    fake.fail('touch');
+    expect(await path.send([candidate(ids[0]), candidate(ids[1])], 'max_deliveries')).toEqual([]);
+    expect(fake.callsOf('add')).toEqual([]);
+    expect(fake.pel(S, G).size).toBe(3);
+    expect(
+      loop.logger.has(
+        new RegExp(`Dead-letter path failed for T\\.h orders/g entries ${ids[0]}, ${ids[1]}`),
+      ),
+    ).toBe(true);
   });
 
   it('a failing @DeadLetter method leaves the entry pending; the retry does not copy it twice', async () => {

@@ -66,6 +66,26 @@ describe('Heartbeat', () => {
     expect(fake.callsOf('touch')).toHaveLength(2);
   });
 
+  it('never takes back an entry a peer took over (this process froze): named once, not touched again', async () => {
+    const { clock, loop, fake, ids, heartbeat } = setUp();
+    heartbeat.hold('inHand', () => ids.slice(0, 3));
+    fake.hold(S, G, 'peer', [ids[1]]);
+    clock.advance(600);
+    await heartbeat.tick();
+    expect(fake.pel(S, G).get(ids[1])?.consumer).toBe('peer');
+    expect(fake.pel(S, G).get(ids[0])?.consumer).toBe(C);
+    const named = (line: string) =>
+      line.includes(`entries ${ids[1]} are no longer this consumer's`);
+    expect(loop.logger.lines.filter(named)).toHaveLength(1);
+    clock.advance(600);
+    await heartbeat.tick();
+    expect(fake.callsOf('touch').map((c) => c.args[3])).toEqual([
+      ids.slice(0, 3),
+      [ids[0], ids[2]],
+    ]);
+    expect(loop.logger.lines.filter(named)).toHaveLength(1);
+  });
+
   it('an empty set costs no command and keeps its clock', async () => {
     const { clock, fake, heartbeat } = setUp();
     const held = heartbeat.hold('retries', () => [], 0);

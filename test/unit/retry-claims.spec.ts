@@ -53,7 +53,7 @@ function setUp() {
 }
 
 describe('RetryClaims', () => {
-  it('claims due retries in stream order in one XCLAIM and hands them on as the next attempt', async () => {
+  it('claims due retries in stream order in one call and hands them on as the next attempt', async () => {
     const { clock, fake, ids, scheduler, claims, processed, fail } = setUp();
     scheduler.route([fail(ids[2]), fail(ids[0])]);
     expect(claims.due()).toBe(false);
@@ -61,29 +61,48 @@ describe('RetryClaims', () => {
     clock.advance(1000);
     expect(claims.due()).toBe(true);
     await claims.runDue();
-    expect(fake.callsOf('claim').map((c) => c.args)).toEqual([[S, G, C, 0, [ids[0], ids[2]]]]);
+    expect(fake.callsOf('reclaim').map((c) => c.args)).toEqual([[S, G, C, [ids[0], ids[2]]]]);
     expect(processed.map((p) => p.ids)).toEqual([[ids[0], ids[2]]]);
     // XCLAIM without JUSTID counted the new attempt
     expect([ids[0], ids[2]].map((id) => processed[0].counts!.get(id))).toEqual([2, 2]);
     expect(scheduler.size).toBe(0);
   });
 
-  it('a retry no longer ours (acked by a peer, or deleted) is settled as gone', async () => {
+  it('a retry deleted from the stream while it waited is settled as gone', async () => {
     const { clock, fake, ids, scheduler, claims, processed, steps, fail } = setUp();
     scheduler.route([fail(ids[0]), fail(ids[1])]);
-    await fake.ack(S, G, [ids[1]]);
+    fake.deleteEntries(S, [ids[1]]);
     clock.advance(1000);
     await claims.runDue();
     expect(steps).toEqual([`gone ${ids[1]}`]);
     expect(processed.map((p) => p.ids)).toEqual([[ids[0]]]);
   });
 
+  it('a retry a peer took over (this process froze) or acked is left to it, never claimed back', async () => {
+    const { clock, loop, fake, ids, scheduler, claims, processed, steps, fail } = setUp();
+    scheduler.route([fail(ids[0]), fail(ids[1]), fail(ids[2])]);
+    fake.hold(S, G, 'peer', [ids[1]]);
+    await fake.ack(S, G, [ids[2]]);
+    clock.advance(1000);
+    await claims.runDue();
+    expect(processed.map((p) => p.ids)).toEqual([[ids[0]]]);
+    expect(steps).toEqual([]); // not settled here: not ours
+    const rows = await fake.pending(S, G, { start: '-', end: '+', count: 10 });
+    expect(rows.map((r) => [r.entryId, r.consumer])).toEqual([
+      [ids[0], C],
+      [ids[1], 'peer'],
+    ]);
+    expect(
+      loop.logger.has(new RegExp(`due retries \\(${ids[1]}, ${ids[2]}\\) are no longer`)),
+    ).toBe(true);
+  });
+
   it('a failed XCLAIM puts the retries back (due now); a failure after it asks for a drain', async () => {
     const { clock, fake, ids, scheduler, claims, drains, fail } = setUp();
     scheduler.route([fail(ids[0])]);
     clock.advance(1000);
-    fake.fail('claim');
-    await expect(claims.runDue()).rejects.toThrow(/injected claim failure/);
+    fake.fail('reclaim');
+    await expect(claims.runDue()).rejects.toThrow(/injected reclaim failure/);
     expect(scheduler.has(ids[0])).toBe(true);
     expect(drains()).toBe(0);
     fake.fail('pending');

@@ -1,6 +1,6 @@
 import { errorText } from '../../codec/codecs';
 import type { StreamsClient } from '../../redis/stream-roles';
-import type { ClaimedBatch, LoopContext } from '../context';
+import { firstFew, type ClaimedBatch, type LoopContext } from '../context';
 
 /**
  * A set of entries this consumer holds and keeps claimed: the batch in hand, the entries on the
@@ -57,11 +57,15 @@ const KINDS: readonly HeldKind[] = ['inHand', 'deadLetters', 'readAhead', 'retri
 /**
  * Keeps held entries claimed: every `minIdleMs / 4` it re-claims (`XCLAIM ... JUSTID`) each set
  * held longer than `minIdleMs / 2`, so peers do not reclaim live or finished work nor dead-letter
- * an entry a second time. The only code that touches held entries.
+ * an entry a second time. It never takes an entry back from a peer: after this process did not
+ * answer for `minIdleMs` (a stop of the process, a long synchronous stretch), a peer may have
+ * taken some over; those are named once and left to it. The only code that touches held entries.
  */
 export class Heartbeat {
   private readonly held = new Map<HeldKind, HeldEntries>();
   private timer: NodeJS.Timeout | null = null;
+  /** Held entries a peer took over: named once, not touched again. */
+  private lost = new Set<string>();
 
   constructor(
     private readonly context: Pick<
@@ -107,19 +111,34 @@ export class Heartbeat {
       if (held) sets.push(this.touch(held));
     }
     await Promise.all(sets);
+    if (this.lost.size > 0) this.forgetSettled();
   }
 
   private async touch(held: HeldEntries): Promise<void> {
     const { stream, group, consumer, options, logger, where } = this.context;
     const now = this.context.now();
-    const ids = held.dueAt(now, options.minIdleMs);
+    const due = held.dueAt(now, options.minIdleMs);
+    const ids = this.lost.size === 0 ? due : due.filter((id) => !this.lost.has(id));
     if (ids.length === 0) return;
     held.touchedNow(now);
     try {
-      await this.client.touch(stream, group, consumer, ids);
+      const lost = await this.client.touch(stream, group, consumer, ids);
+      if (lost.length === 0) return;
+      for (const id of lost) this.lost.add(id);
+      logger.warn(
+        `${where}: entries ${firstFew(lost)} are no longer this consumer's (taken over by a ` +
+          `peer while this process did not answer for minIdleMs, or acked): left to their owner`,
+      );
     } catch (err) {
       logger.warn(`${where}: heartbeat failed (${errorText(err)}); retrying on the next tick`);
       held.touchSoon();
     }
+  }
+
+  /** Keeps only the lost ids still held (the rest settled or were handed on). */
+  private forgetSettled(): void {
+    const stillHeld = new Set<string>();
+    for (const held of this.held.values()) for (const id of held.ids()) stillHeld.add(id);
+    this.lost = new Set([...this.lost].filter((id) => stillHeld.has(id)));
   }
 }

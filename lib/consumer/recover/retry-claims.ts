@@ -3,14 +3,14 @@ import { compareEntryIds } from '../../codec/entry-id';
 import type { RawEntry, StreamsClient } from '../../redis/stream-roles';
 import { type Delivery, deliveryCounts } from '../handle';
 import type { LoopHealth } from '../health';
-import type { LoopContext } from '../context';
+import { firstFew, type LoopContext } from '../context';
 import type { StartLimiter } from '../limits';
 import type { RetryScheduler } from '../retry';
 import type { Settlement } from '../settle';
 
 /** What claiming due retries needs besides the context. */
 export interface RetryClaimsParts {
-  readonly client: Pick<StreamsClient, 'claim' | 'pending' | 'release'>;
+  readonly client: Pick<StreamsClient, 'reclaim' | 'pending' | 'release'>;
   readonly scheduler: Pick<RetryScheduler, 'nextDueAt' | 'takeDue' | 'putBack' | 'takeAll'>;
   readonly limiter: Pick<StartLimiter, 'take' | 'refund'>;
   readonly settlement: Pick<Settlement, 'gone'>;
@@ -43,27 +43,31 @@ export class RetryClaims {
 
   /**
    * Hands the retries that are due to the handler: XCLAIM without JUSTID returns their bodies and
-   * adds one to their delivery count (the new attempt), in one command for all of them.
+   * adds one to their delivery count (the new attempt), in one script call for all of them, which
+   * claims only those the group still names this consumer as the owner of.
    */
   async runDue(): Promise<void> {
     const { client, scheduler, limiter, settlement, health, delivery } = this.parts;
-    const { stream, group, consumer } = this.context;
     // in stream order, as any read (and as deliveryCounts' XPENDING range expects)
     const { count: allowed, window } = await limiter.take(this.context.options.batchSize);
     const ids = scheduler.takeDue(allowed).sort(compareEntryIds);
     limiter.refund(allowed - ids.length, window);
     if (ids.length === 0) return;
     let entries: RawEntry[];
+    let lost: string[];
     let counts: Map<string, number>;
     try {
-      entries = await client.claim(stream, group, consumer, 0, ids);
+      // only the ones still ours: a peer that took one over while this process was frozen runs it
+      ({ entries, lost } = await this.reclaim(ids));
     } catch (err) {
       scheduler.putBack(ids);
       throw err;
     }
+    limiter.refund(ids.length - entries.length, window); // the starts of those that will not start
     try {
-      const won = new Set(entries.map((e) => e.entryId));
-      const missing = ids.filter((id) => !won.has(id));
+      // ours, but not claimed: deleted from the stream (acked as such)
+      const notMissing = new Set([...entries.map((e) => e.entryId), ...lost]);
+      const missing = ids.filter((id) => !notMissing.has(id));
       if (missing.length > 0) await settlement.gone(missing);
       counts = await deliveryCounts(this.context, client, entries);
     } catch (err) {
@@ -71,6 +75,19 @@ export class RetryClaims {
       throw err;
     }
     if (entries.length > 0) await delivery.process(entries, counts, window);
+  }
+
+  /** Claims the due `ids` this consumer still holds; says which a peer took over meanwhile. */
+  private async reclaim(ids: string[]): Promise<{ entries: RawEntry[]; lost: string[] }> {
+    const { stream, group, consumer, logger, where } = this.context;
+    const { entries, lost } = await this.parts.client.reclaim(stream, group, consumer, ids);
+    if (lost.length > 0)
+      logger.warn(
+        `${where}: ${lost.length} due retries (${firstFew(lost)}) are no longer this consumer's ` +
+          `(taken over by a peer while this process did not answer for minIdleMs, or acked); ` +
+          `left to their owner`,
+      );
+    return { entries, lost };
   }
 
   /**

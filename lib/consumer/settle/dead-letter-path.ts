@@ -8,12 +8,13 @@ import type {
 } from '../../interfaces/dead-letter-message.interface';
 import type { StreamsClient } from '../../redis/stream-roles';
 import type { AckWriter } from './ack-writer';
-import type {
-  ConsumerLogger,
-  DeadLetterSink,
-  DeadLetterCandidate,
-  LoopContext,
-  LoopCounters,
+import {
+  firstFew,
+  type ConsumerLogger,
+  type DeadLetterSink,
+  type DeadLetterCandidate,
+  type LoopContext,
+  type LoopCounters,
 } from '../context';
 
 export type { DeadLetterCandidate } from '../context';
@@ -66,7 +67,7 @@ export class DeadLetterPath {
 
   constructor(
     context: LoopContext,
-    private readonly client: Pick<StreamsClient, 'add'>,
+    private readonly client: Pick<StreamsClient, 'add' | 'touch'>,
     private readonly sink: DeadLetterSink,
     /** The loop's one XACK writer: a dead letter's XACK and what goes with it. */
     private readonly acks: Pick<AckWriter, 'exited'>,
@@ -137,7 +138,7 @@ export class DeadLetterPath {
     reason: DeadLetterReason,
   ): Promise<string[]> {
     const settled: string[] = [];
-    for (const candidate of await this.copy(step, reason)) {
+    for (const candidate of await this.copy(await this.stillOurs(step, reason), reason)) {
       if (this.sink.handlerCount > 0 && !(await this.callHandlers(candidate, reason))) continue;
       if (!this.dropping)
         this.logger.warn(
@@ -146,6 +147,35 @@ export class DeadLetterPath {
       settled.push(candidate.entryId);
     }
     return settled;
+  }
+
+  /**
+   * The fence: the step's entries the group still names this consumer as the owner of, touched
+   * (their idle time reset, so no peer's sweep takes them for `minIdleMs`). One that a peer took
+   * over while this process did not answer for `minIdleMs` is left to it: its owner dead-letters
+   * it, once. Never throws: when the touch fails the step stays pending.
+   */
+  private async stillOurs(
+    step: readonly DeadLetterCandidate[],
+    reason: DeadLetterReason,
+  ): Promise<DeadLetterCandidate[]> {
+    const { stream, group, consumer, handlerName } = this.route;
+    const ids = step.map((c) => c.entryId);
+    let lost: string[];
+    try {
+      lost = await this.client.touch(stream, group, consumer, ids);
+    } catch (err) {
+      this.failed(ids, reason, err);
+      return [];
+    }
+    if (lost.length === 0) return [...step];
+    this.logger.warn(
+      `Not dead-lettering (${reason}) ${handlerName} ${stream}/${group} entries ${firstFew(lost)}: ` +
+        `no longer this consumer's ` +
+        `(taken over by a peer while this process did not answer for minIdleMs, or acked); ` +
+        `left to their owner`,
+    );
+    return step.filter((c) => !lost.includes(c.entryId));
   }
 
   /** No dead-letter stream and no `@DeadLetter` method: an entry is only warned about and acked. */

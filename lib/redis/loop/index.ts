@@ -6,7 +6,7 @@ export * from './entry-checkpoints';
 export * from './group-pauses';
 export * from './loop-commands';
 export * from './parked-reads';
-export * from './pending-probe.script';
+export * from './pel-scripts';
 export * from './pending-probes';
 export * from './rate-budget.script';
 export * from './skip-records.script';

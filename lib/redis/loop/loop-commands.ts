@@ -2,6 +2,7 @@ import { type CommandLink, parseEntry, ServerFeatures } from '../connection';
 import { RATE_BUDGET_SCRIPT, RATE_BUDGET_SHA } from './rate-budget.script';
 import { rateBudgetKey, recordKeyHeads, type RecordKeyHeads } from '../package-keys';
 import { ACK_RECORDS_SCRIPT, ACK_RECORDS_SHA } from './skip-records.script';
+import { OWNED_CLAIM_SCRIPT, OWNED_CLAIM_SHA } from './pel-scripts';
 import { isDeletion, withAlong } from './along-acks';
 import { isBusyGroupError, isOomError } from '../redis-errors';
 import type {
@@ -181,9 +182,39 @@ export class RedisLoopCommands implements LoopCommands {
     group: string,
     consumer: string,
     ids: readonly string[],
-  ): Promise<void> {
-    if (ids.length === 0) return;
-    await this.link.send(['XCLAIM', stream, group, consumer, 0, ...ids, 'JUSTID']);
+  ): Promise<string[]> {
+    if (ids.length === 0) return [];
+    return (await this.claimOwned(stream, group, consumer, ids, true)).lost;
+  }
+
+  async reclaim(
+    stream: string,
+    group: string,
+    consumer: string,
+    ids: readonly string[],
+  ): Promise<{ entries: RawEntry[]; lost: string[] }> {
+    if (ids.length === 0) return { entries: [], lost: [] };
+    const { claimed, lost } = await this.claimOwned(stream, group, consumer, ids, false);
+    const entries: RawEntry[] = [];
+    for (const item of claimed) if (item !== null) entries.push(parseEntry(item));
+    return { entries, lost };
+  }
+
+  /** OWNED_CLAIM_SCRIPT (pel-scripts.ts): claims only the ids this consumer still holds. */
+  private async claimOwned(
+    stream: string,
+    group: string,
+    consumer: string,
+    ids: readonly string[],
+    justId: boolean,
+  ): Promise<{ claimed: unknown[]; lost: string[] }> {
+    const tail = [1, stream, group, consumer, justId ? '1' : '', ...ids];
+    const [claimed, lost] = (await this.link.sendScript(
+      OWNED_CLAIM_SCRIPT,
+      OWNED_CLAIM_SHA,
+      tail,
+    )) as [unknown[], unknown[]];
+    return { claimed, lost: lost.map(String) };
   }
 
   async release(

@@ -1,6 +1,6 @@
 import { keySlot, type CommandLink } from '../connection';
 import type { PendingProbeRow, PendingProbes } from '../partitions';
-import { PENDING_PROBE_SCRIPT, PENDING_PROBE_SHA } from './pending-probe.script';
+import { PENDING_PROBE_SCRIPT, PENDING_PROBE_SHA } from './pel-scripts';
 
 /**
  * {@link PendingProbes} on one link: one script call per hash slot (on one node, one call), the
