@@ -83,6 +83,14 @@ export function isNoPermError(err: unknown): boolean {
   return err instanceof Error && err.message.startsWith('NOPERM');
 }
 
+/**
+ * True when the server will not run a script at all: an ACL without `+evalsha +eval` (`NOPERM`),
+ * or scripting switched off (`unknown command`). Not `OOM ... not allowed`: that one passes.
+ */
+export function isRefusedScript(err: unknown): boolean {
+  return isNoPermError(err) || (err instanceof Error && /unknown command/i.test(err.message));
+}
+
 /** True for a `NOSCRIPT` reply: the server does not have the script of an EVALSHA (yet). */
 export function isNoScriptError(err: unknown): boolean {
   return err instanceof Error && err.message.startsWith('NOSCRIPT');

@@ -177,7 +177,8 @@ export interface LoopCommands {
    * XCLAIM ... IDLE ms RETRYCOUNT n JUSTID: marks entries as idle for `idleMs`, so peers reclaim
    * them at once, and sets each one's delivery count to `deliveries[i]` (the count it had before
    * the read that never reached a handler). Without `deliveries` the counts are kept (a waiting
-   * retry, whose failed attempt was a real delivery).
+   * retry, whose failed attempt was a real delivery). Only entries the group's PEL still names this
+   * consumer as the owner of: one a peer took over is left as it is.
    */
   release(
     stream: string,

@@ -168,7 +168,7 @@ export class RedisStreamsClient
     this.features = new ServerFeatures(this.commandLink, serverFeatures);
     this.reads = new ParkedReads(this.commandLink, control, this.features);
     this.queries = new RedisStreamQueries(this.commandLink);
-    this.commands = new RedisLoopCommands(this.commandLink, this.queries, this.features);
+    this.commands = new RedisLoopCommands(this.commandLink, this.queries, this.features, warn);
     this.writes = new RedisStreamWrites(
       this.commandLink,
       new IdmpStreams(this.commandLink, this.features, warn),

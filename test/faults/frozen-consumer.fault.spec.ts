@@ -2,9 +2,10 @@
  * A consumer that froze past `minIdleMs` never takes back what a peer took over meanwhile
  * (docs/delivery.md "A consumer that froze"). A process that stops answering (SIGSTOP, a long
  * synchronous stretch, a VM pause) keeps its entries in hand; a peer's sweep claims them after
- * `minIdleMs`. When the frozen one wakes, its heartbeat, its due retries and its dead-letter path
- * used to claim with a min idle time of 0, which moves an entry whoever holds it: both ran it, and
- * both dead-lettered it. Each now claims only what the group's PEL still names it the owner of.
+ * `minIdleMs`. When the frozen one wakes, its heartbeat, its due retries, its dead-letter path and
+ * its release at stop used to claim with a min idle time of 0, which moves an entry whoever holds
+ * it: both ran it, and both dead-lettered it. Each now claims only what the group's PEL still names
+ * it the owner of.
  *
  * The peer's takeover is the test's own XCLAIM, at a moment the test picks (the frozen process is
  * in-process and busy, entries in hand); in-process loops (./support/in-process-loop.ts) on a
@@ -126,6 +127,31 @@ describe('a consumer that froze past minIdleMs', () => {
         l.includes(`due retries (${entryId}) are no longer this consumer's`),
       ),
     ).toBe(true);
+  });
+
+  it('its release at stop leaves a waiting retry a peer took over with the peer', async () => {
+    const server = await RedisServer.start();
+    const redis = server.client();
+    const stream = fresh('release');
+    const entryId = await published(redis, stream);
+    let failed = false;
+    const a = startLoop({
+      url: server.url,
+      stream,
+      group: 'g',
+      consumer: 'a',
+      options: { retry: { type: 'fixed', delayMs: 10_000 }, minIdleMs: 20_000, blockMs: 200 },
+      handle: () => {
+        failed = true;
+        throw new Error('a fails');
+      },
+    });
+    await waitFor(() => failed, { message: "a's attempt failed: its retry waits" });
+    await peerTakesOver(redis, stream, entryId);
+    await a.stop(); // releases its waiting retries to peers
+    expect(await owners(redis, stream)).toEqual(['b']);
+    const rows = (await redis.xpending(stream, 'g', '-', '+', 10)) as PendingRow[];
+    expect(rows[0][2]).toBeLessThan(5_000); // the peer's idle time, not a release's
   });
 
   it('its dead-letter path leaves an entry a peer took over with the peer: no copy, no ack', async () => {

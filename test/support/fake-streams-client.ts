@@ -505,8 +505,7 @@ export class FakeStreamsClient implements StreamsClient {
     const state = this.state(stream, group);
     ids.forEach((id, i) => {
       const row = state.pel.get(id);
-      if (!row) return;
-      row.consumer = consumer;
+      if (!row || row.consumer !== consumer) return; // a peer's: left as it is
       row.deliveredAt = Date.now() - idleMs;
       // without counts (a waiting retry), the delivery count stays as it is
       if (deliveries !== undefined) row.deliveries = deliveries[i];

@@ -4,7 +4,8 @@ import { rateBudgetKey, recordKeyHeads, type RecordKeyHeads } from '../package-k
 import { ACK_RECORDS_SCRIPT, ACK_RECORDS_SHA } from './skip-records.script';
 import { OWNED_CLAIM_SCRIPT, OWNED_CLAIM_SHA } from './pel-scripts';
 import { isDeletion, withAlong } from './along-acks';
-import { isBusyGroupError, isOomError } from '../redis-errors';
+import { isBusyGroupError, isOomError, isRefusedScript } from '../redis-errors';
+import { errorText } from '../../codec/codecs';
 import type {
   AckRecordingReply,
   AlongAck,
@@ -27,15 +28,21 @@ export class RedisLoopCommands implements LoopCommands {
   /** The heads of the skip record keys, by stream, then group (built once, not per record). */
   private readonly recordHeads = new Map<string, Map<string, RecordKeyHeads>>();
 
+  /** False once the server refused the owner-checked claim's script: plain XCLAIM from then on. */
+  private ownerChecks = true;
+
   /**
    * @param link where the commands go.
    * @param queries XINFO GROUPS, to tell whether a group exists when XGROUP CREATE cannot say.
    * @param features the server's newer verbs: XACKDEL for the acks of `deleteOnAck`.
+   * @param warn told once when the server refuses the owner-checked claim (an ACL without
+   *   `+evalsha +eval`), whose unchecked fallback it names.
    */
   constructor(
     private readonly link: CommandLink,
     private readonly queries: Pick<StreamQueries, 'groups'>,
     private readonly features = new ServerFeatures(link, 'baseline'),
+    private readonly warn: (message: string) => void = () => undefined,
   ) {}
 
   /** True when `along` deletes entries and the server has XACKDEL / XDELEX to do it. */
@@ -184,7 +191,7 @@ export class RedisLoopCommands implements LoopCommands {
     ids: readonly string[],
   ): Promise<string[]> {
     if (ids.length === 0) return [];
-    return (await this.claimOwned(stream, group, consumer, ids, true)).lost;
+    return (await this.claimOwned(stream, group, consumer, ids, ['JUSTID'])).lost;
   }
 
   async reclaim(
@@ -194,27 +201,10 @@ export class RedisLoopCommands implements LoopCommands {
     ids: readonly string[],
   ): Promise<{ entries: RawEntry[]; lost: string[] }> {
     if (ids.length === 0) return { entries: [], lost: [] };
-    const { claimed, lost } = await this.claimOwned(stream, group, consumer, ids, false);
+    const { claimed, lost } = await this.claimOwned(stream, group, consumer, ids, []);
     const entries: RawEntry[] = [];
     for (const item of claimed) if (item !== null) entries.push(parseEntry(item));
     return { entries, lost };
-  }
-
-  /** OWNED_CLAIM_SCRIPT (pel-scripts.ts): claims only the ids this consumer still holds. */
-  private async claimOwned(
-    stream: string,
-    group: string,
-    consumer: string,
-    ids: readonly string[],
-    justId: boolean,
-  ): Promise<{ claimed: unknown[]; lost: string[] }> {
-    const tail = [1, stream, group, consumer, justId ? '1' : '', ...ids];
-    const [claimed, lost] = (await this.link.sendScript(
-      OWNED_CLAIM_SCRIPT,
-      OWNED_CLAIM_SHA,
-      tail,
-    )) as [unknown[], unknown[]];
-    return { claimed, lost: lost.map(String) };
   }
 
   async release(
@@ -225,19 +215,10 @@ export class RedisLoopCommands implements LoopCommands {
     idleMs: number,
     deliveries?: readonly number[],
   ): Promise<void> {
+    if (ids.length === 0) return;
     if (deliveries === undefined) {
       // counts kept as they are (a waiting retry: its failed attempt was a real delivery)
-      await this.link.send([
-        'XCLAIM',
-        stream,
-        group,
-        consumer,
-        0,
-        ...ids,
-        'IDLE',
-        idleMs,
-        'JUSTID',
-      ]);
+      await this.claimOwned(stream, group, consumer, ids, ['IDLE', idleMs, 'JUSTID']);
       return;
     }
     // RETRYCOUNT is one per XCLAIM: one call per distinct count (usually one, a fresh read's 0)
@@ -250,13 +231,7 @@ export class RedisLoopCommands implements LoopCommands {
     });
     await Promise.all(
       [...byCount].map(([count, same]) =>
-        this.link.send([
-          'XCLAIM',
-          stream,
-          group,
-          consumer,
-          0,
-          ...same,
+        this.claimOwned(stream, group, consumer, same, [
           'IDLE',
           idleMs,
           'RETRYCOUNT',
@@ -265,6 +240,48 @@ export class RedisLoopCommands implements LoopCommands {
         ]),
       ),
     );
+  }
+
+  /**
+   * OWNED_CLAIM_SCRIPT (pel-scripts.ts): XCLAIM ... 0 with `options` of only the ids the group's
+   * PEL still names this consumer as the owner of; `lost`: the others.
+   */
+  private async claimOwned(
+    stream: string,
+    group: string,
+    consumer: string,
+    ids: readonly string[],
+    options: ReadonlyArray<string | number>,
+  ): Promise<{ claimed: unknown[]; lost: string[] }> {
+    if (this.ownerChecks) {
+      const tail = [1, stream, group, consumer, options.length, ...options, ...ids];
+      try {
+        const [claimed, lost] = (await this.link.sendScript(
+          OWNED_CLAIM_SCRIPT,
+          OWNED_CLAIM_SHA,
+          tail,
+        )) as [unknown[], unknown[]];
+        return { claimed, lost: lost.map(String) };
+      } catch (err) {
+        if (!isRefusedScript(err)) throw err;
+        this.ownerChecks = false;
+        this.warn(
+          `Claims of held entries on this connection are not owner-checked: the server refused ` +
+            `the script (${errorText(err)}); grant +evalsha +eval, or a process that froze past ` +
+            `minIdleMs may take back what a peer took over (docs/operations.md "Redis ACL")`,
+        );
+      }
+    }
+    const claimed = (await this.link.send([
+      'XCLAIM',
+      stream,
+      group,
+      consumer,
+      0,
+      ...ids,
+      ...options,
+    ])) as unknown[];
+    return { claimed, lost: [] };
   }
 
   async takeRateBudget(

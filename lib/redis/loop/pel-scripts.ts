@@ -36,20 +36,23 @@ export const PENDING_PROBE_SHA = createHash('sha1').update(PENDING_PROBE_SCRIPT)
 /**
  * A claim of entries this consumer holds that never takes one from a peer (docs/delivery.md "A
  * consumer that froze"): XCLAIM with a min idle time of 0 moves an entry whoever holds it, so a
- * consumer that froze past `minIdleMs` and woke would take back, with its heartbeat or its due
- * retries, the entries a peer took over meanwhile, and both would run (and dead-letter) them.
- * Here each id is claimed only while the group's PEL names this consumer as its owner (XPENDING
- * of the one id), in the same script: nothing can move it between the look and the claim.
+ * consumer that froze past `minIdleMs` and woke would take back, with its heartbeat, its due
+ * retries or its release at stop, the entries a peer took over meanwhile, and both would run (and
+ * dead-letter) them. Here each id is claimed only while the group's PEL names this consumer as its
+ * owner (XPENDING of the one id), in the same script: nothing can move it between the look and
+ * the claim.
  *
- * KEYS stream; ARGV group, consumer, '1' for JUSTID (a touch: no delivery bump) or '' (a retry:
- * the bodies, one more delivery), then the ids. Answers `{ claimed, lost }`: XCLAIM's reply for
- * the ids still this consumer's (in chunks of 1,000 ids: Lua's stack), and the ids that were not
- * (held by a peer, or no longer pending).
+ * KEYS stream; ARGV group, consumer, n, then n XCLAIM options (`JUSTID` for a touch; none for a
+ * retry, which takes the bodies and one more delivery; `IDLE ms [RETRYCOUNT c] JUSTID` for a
+ * release), then the ids. Answers `{ claimed, lost }`: XCLAIM's reply for the ids still this
+ * consumer's (in chunks of 1,000 ids: Lua's stack), and the ids that were not (held by a peer, or
+ * no longer pending).
  */
 export const OWNED_CLAIM_SCRIPT = `
-local stream, group, me, justid = KEYS[1], ARGV[1], ARGV[2], ARGV[3] == '1'
+local stream, group, me = KEYS[1], ARGV[1], ARGV[2]
+local first_id = 4 + tonumber(ARGV[3])
 local mine, lost = {}, {}
-for i = 4, #ARGV do
+for i = first_id, #ARGV do
   local row = redis.call('XPENDING', stream, group, ARGV[i], ARGV[i], 1)[1]
   if row and row[2] == me then mine[#mine + 1] = ARGV[i] else lost[#lost + 1] = ARGV[i] end
 end
@@ -57,7 +60,7 @@ local claimed = {}
 for first = 1, #mine, 1000 do
   local args = { 'XCLAIM', stream, group, me, 0 }
   for j = first, math.min(first + 999, #mine) do args[#args + 1] = mine[j] end
-  if justid then args[#args + 1] = 'JUSTID' end
+  for j = 4, first_id - 1 do args[#args + 1] = ARGV[j] end
   local reply = redis.call(unpack(args))
   for k = 1, #reply do claimed[#claimed + 1] = reply[k] end
 end

@@ -241,4 +241,8 @@ export const RECOMMENDED_CONSUMER_ACL = [
   // the newer server verbs, asked once per connection (without: the Redis 7 path, said at start)
   '+command|docs',
   '+command|info',
+  // the owner check of the claims of held entries (without: plain XCLAIM, said once per
+  // connection; a process that froze past minIdleMs may then take back a peer's entries)
+  '+evalsha',
+  '+eval',
 ];
