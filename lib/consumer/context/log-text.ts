@@ -10,3 +10,12 @@ export function firstFew(items: readonly string[]): string {
   const more = items.length - NAMED_IN_A_LINE;
   return more > 0 ? `${shown} and ${more} more` : shown;
 }
+
+/**
+ * What the log says of held entries the group's PEL no longer names this consumer as the owner
+ * of (docs/delivery.md "A consumer that froze"): the heartbeat, the claim of due retries and the
+ * dead-letter path say it in the same words.
+ */
+export const NO_LONGER_OURS =
+  "no longer this consumer's (taken over by a peer while this process did not answer for " +
+  'minIdleMs, or acked): left to their owner';

@@ -1,6 +1,6 @@
 import { errorText } from '../../codec/codecs';
 import type { StreamsClient } from '../../redis/stream-roles';
-import { firstFew, type ClaimedBatch, type LoopContext } from '../context';
+import { firstFew, NO_LONGER_OURS, type ClaimedBatch, type LoopContext } from '../context';
 
 /**
  * A set of entries this consumer holds and keeps claimed: the batch in hand, the entries on the
@@ -125,10 +125,7 @@ export class Heartbeat {
       const lost = await this.client.touch(stream, group, consumer, ids);
       if (lost.length === 0) return;
       for (const id of lost) this.lost.add(id);
-      logger.warn(
-        `${where}: entries ${firstFew(lost)} are no longer this consumer's (taken over by a ` +
-          `peer while this process did not answer for minIdleMs, or acked): left to their owner`,
-      );
+      logger.warn(`${where}: entries ${firstFew(lost)} are ${NO_LONGER_OURS}`);
     } catch (err) {
       logger.warn(`${where}: heartbeat failed (${errorText(err)}); retrying on the next tick`);
       held.touchSoon();

@@ -3,7 +3,7 @@ import { compareEntryIds } from '../../codec/entry-id';
 import type { RawEntry, StreamsClient } from '../../redis/stream-roles';
 import { type Delivery, deliveryCounts } from '../handle';
 import type { LoopHealth } from '../health';
-import { firstFew, type LoopContext } from '../context';
+import { firstFew, NO_LONGER_OURS, type LoopContext } from '../context';
 import type { StartLimiter } from '../limits';
 import type { RetryScheduler } from '../retry';
 import type { Settlement } from '../settle';
@@ -82,11 +82,7 @@ export class RetryClaims {
     const { stream, group, consumer, logger, where } = this.context;
     const { entries, lost } = await this.parts.client.reclaim(stream, group, consumer, ids);
     if (lost.length > 0)
-      logger.warn(
-        `${where}: ${lost.length} due retries (${firstFew(lost)}) are no longer this consumer's ` +
-          `(taken over by a peer while this process did not answer for minIdleMs, or acked); ` +
-          `left to their owner`,
-      );
+      logger.warn(`${where}: ${lost.length} due retries (${firstFew(lost)}) are ${NO_LONGER_OURS}`);
     return { entries, lost };
   }
 

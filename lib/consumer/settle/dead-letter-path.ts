@@ -10,6 +10,7 @@ import type { StreamsClient } from '../../redis/stream-roles';
 import type { AckWriter } from './ack-writer';
 import {
   firstFew,
+  NO_LONGER_OURS,
   type ConsumerLogger,
   type DeadLetterSink,
   type DeadLetterCandidate,
@@ -170,10 +171,8 @@ export class DeadLetterPath {
     }
     if (lost.length === 0) return [...step];
     this.logger.warn(
-      `Not dead-lettering (${reason}) ${handlerName} ${stream}/${group} entries ${firstFew(lost)}: ` +
-        `no longer this consumer's ` +
-        `(taken over by a peer while this process did not answer for minIdleMs, or acked); ` +
-        `left to their owner`,
+      `Not dead-lettering (${reason}) ${handlerName} ${stream}/${group} entries ` +
+        `${firstFew(lost)}: ${NO_LONGER_OURS}`,
     );
     return step.filter((c) => !lost.includes(c.entryId));
   }

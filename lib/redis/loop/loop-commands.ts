@@ -179,9 +179,7 @@ export class RedisLoopCommands implements LoopCommands {
       minIdleMs,
       ...ids,
     ])) as unknown[];
-    const out: RawEntry[] = [];
-    for (const item of reply) if (item !== null) out.push(parseEntry(item));
-    return out;
+    return claimedEntries(reply);
   }
 
   async touch(
@@ -202,9 +200,7 @@ export class RedisLoopCommands implements LoopCommands {
   ): Promise<{ entries: RawEntry[]; lost: string[] }> {
     if (ids.length === 0) return { entries: [], lost: [] };
     const { claimed, lost } = await this.claimOwned(stream, group, consumer, ids, []);
-    const entries: RawEntry[] = [];
-    for (const item of claimed) if (item !== null) entries.push(parseEntry(item));
-    return { entries, lost };
+    return { entries: claimedEntries(claimed), lost };
   }
 
   async release(
@@ -386,4 +382,11 @@ function keyOf(heads: RecordKeyHeads, query: SkipQuery): string {
 /** A record's value as read (`null`: the key holds none). */
 function recordValue(value: unknown): string | null {
   return value === null || value === undefined ? null : String(value);
+}
+
+/** The entries of an XCLAIM reply (with bodies); an entry deleted from the stream is null there. */
+function claimedEntries(reply: readonly unknown[]): RawEntry[] {
+  const entries: RawEntry[] = [];
+  for (const item of reply) if (item !== null) entries.push(parseEntry(item));
+  return entries;
 }
