@@ -14,7 +14,8 @@
 // each figure is the median of its rounds, and the ratio the median of each round's ratio to that
 // round's plain drain (paired: a busy moment of a shared machine hits both), with its [min-max].
 // Knobs: BENCH_PART_N=20000, BENCH_PART_P=8, BENCH_PART_KEYS=100, BENCH_PART_IDLE_S=20,
-// BENCH_PART_WORKLOADS=drain,publish,rebalance,idle; BENCH_NODE_ARGS='--cpu-prof ...': extra node
+// BENCH_PART_WORKLOADS=drain,publish,rebalance,idle, BENCH_PART_VERBOSE=1 (each round's drain on
+// stderr, as it ends); BENCH_NODE_ARGS='--cpu-prof ...': extra node
 // flags of every child (profiles of a drain: --cpu-prof --cpu-prof-dir=DIR). Each drain also says
 // how many XACKs Redis ran for it (INFO commandstats), and the write system calls and the CPU time
 // its consumer processes used from the first READY to the end (Linux). Figures are printed, not asserted.
@@ -38,6 +39,7 @@ const ROUNDS = Math.max(1, Number(process.env.BENCH_PART_ROUNDS ?? 1));
 const WORKLOADS = (process.env.BENCH_PART_WORKLOADS ?? 'drain,publish,rebalance,idle').split(',');
 const CLOCK_TICKS = 100; // USER_HZ of /proc/<pid>/stat on Linux
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+const VERBOSE = process.env.BENCH_PART_VERBOSE === '1';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const server = await startRedis();
@@ -129,6 +131,8 @@ async function drain(label, processes, partitioned, concurrency) {
   for (const k of kids) k.proc.kill('SIGTERM');
   await Promise.all(kids.map((k) => k.exited));
   const seconds = (end - first) / 1000;
+  if (VERBOSE)
+    console.error(`    ${label}: ${seconds.toFixed(2)} s, ${cpu.toFixed(2)} s CPU, ${xacks} XACKs`);
   return { label, concurrency, seconds, rate: Math.round(N / seconds), xacks, cpu, writes };
 }
 

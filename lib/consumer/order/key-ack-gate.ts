@@ -2,6 +2,7 @@ import { errorText } from '../../codec/codecs';
 import type { StreamMessage } from '../../interfaces/stream-message.interface';
 import type { AckBuffer, AckWatch, AckRecordSource } from '../settle';
 import type { AckTurn } from './ack-turn';
+import { AwaitingAcks } from './awaiting-acks';
 import type { LoopHealth } from '../health';
 import { firstFew, type LoopContext } from '../context';
 
@@ -41,8 +42,8 @@ export interface KeyAckGatePorts {
 export class KeyAckGate implements AckWatch {
   /** Per key, how many of its completed entries wait for their XACK reply (a count, no set). */
   private readonly open = new Map<string, number>();
-  /** The key of every entry in {@link open}. */
-  private readonly keyOfEntry = new Map<string, string>();
+  /** The entries counted in {@link open}, in the order they joined the buffer, with their keys. */
+  private readonly awaiting = new AwaitingAcks();
   /**
    * The next XACK reply (`true`) or the failure that blocked the starts (`false`): one promise
    * shared by every key waiting, not one per key.
@@ -83,10 +84,8 @@ export class KeyAckGate implements AckWatch {
     this.ports.records?.handled([message], [entryId]);
     this.ports.acks.add([entryId]);
     if (key === undefined) return;
-    // an id completes once per run; were it added twice, its one reply would count once
-    if (this.keyOfEntry.has(entryId)) return;
     this.open.set(key, (this.open.get(key) ?? 0) + 1);
-    this.keyOfEntry.set(entryId, key);
+    this.awaiting.push(entryId, key);
   }
 
   /** True while `key` has a completed entry whose acknowledgement is not in yet. */
@@ -114,16 +113,12 @@ export class KeyAckGate implements AckWatch {
 
   /** An XACK's reply is in: keys with nothing left open may start their next entry. */
   acked(ids: readonly string[]): void {
-    if (this.keyOfEntry.size > 0)
-      for (const id of ids) {
-        const key = this.keyOfEntry.get(id);
-        if (key === undefined) continue;
-        this.keyOfEntry.delete(id);
-        const open = this.open.get(key);
-        if (open === undefined) continue;
-        if (open > 1) this.open.set(key, open - 1);
-        else this.open.delete(key);
-      }
+    this.awaiting.release(ids, (key) => {
+      const open = this.open.get(key);
+      if (open === undefined) return;
+      if (open > 1) this.open.set(key, open - 1);
+      else this.open.delete(key);
+    });
     this.endWave(true);
   }
 

@@ -1,0 +1,62 @@
+import { AwaitingAcks } from '../../lib/consumer/order/awaiting-acks';
+
+/** Releases `acked` and returns the keys released, in order. */
+function release(awaiting: AwaitingAcks, acked: string[]): string[] {
+  const keys: string[] = [];
+  awaiting.release(acked, (key) => keys.push(key));
+  return keys;
+}
+
+describe('AwaitingAcks', () => {
+  it('releases the entries a reply names, in the order they joined, and nothing else', () => {
+    const awaiting = new AwaitingAcks();
+    awaiting.push('1-1', 'a');
+    awaiting.push('1-2', 'b');
+    awaiting.push('1-3', 'a');
+    expect(release(awaiting, ['1-1', '1-2'])).toEqual(['a', 'b']);
+    expect(awaiting.size).toBe(1);
+    expect(release(awaiting, ['9-9'])).toEqual([]);
+    expect(release(awaiting, ['1-3'])).toEqual(['a']);
+    expect(awaiting.size).toBe(0);
+  });
+
+  it('ids of entries without a key, and a reply out of order, release exactly the entries named', () => {
+    const awaiting = new AwaitingAcks();
+    for (let i = 1; i <= 4; i++) awaiting.push(`1-${i}`, `k${i}`);
+    // a later XACK answered first (another connection), with an id this gate never awaited
+    expect(release(awaiting, ['0-7', '1-3'])).toEqual(['k3']);
+    expect(awaiting.size).toBe(3);
+    expect(release(awaiting, ['1-4', '1-1', '0-8'])).toEqual(['k1', 'k4']);
+    expect(release(awaiting, ['1-2'])).toEqual(['k2']);
+    expect(awaiting.size).toBe(0);
+  });
+
+  it('an id awaited twice is released twice only when the reply names it twice', () => {
+    const awaiting = new AwaitingAcks();
+    awaiting.push('1-1', 'a');
+    awaiting.push('1-1', 'a');
+    expect(release(awaiting, ['1-1'])).toEqual(['a']);
+    expect(awaiting.size).toBe(1);
+    expect(release(awaiting, ['1-1'])).toEqual(['a']);
+    expect(awaiting.size).toBe(0);
+  });
+
+  it('stays exact across many replies (its storage compacts behind the front)', () => {
+    const awaiting = new AwaitingAcks();
+    let next = 0;
+    const released: string[] = [];
+    for (let round = 0; round < 50; round++) {
+      const ids: string[] = [];
+      for (let i = 0; i < 100; i++, next++) {
+        awaiting.push(`1-${next}`, `k${next}`);
+        ids.push(`1-${next}`);
+      }
+      // the first half of this round's ids now, the rest with the next round's
+      awaiting.release(ids.slice(0, 50), (key) => released.push(key));
+      if (round > 0) awaiting.release(ids.slice(50).concat(), (key) => released.push(key));
+    }
+    expect(released).toHaveLength(50 * 100 - 50);
+    expect(awaiting.size).toBe(50);
+    expect(new Set(released).size).toBe(released.length);
+  });
+});
