@@ -3,7 +3,7 @@
  * they joined the loop's AckBuffer (docs/partitions.md "Order"). The buffer sends its acks in that
  * order and a connection answers in order, so a reply names the oldest of them first: releasing
  * them is a walk from the front, with no map from entry id to key (a drain of partitions completes
- * every entry through here, and a map's churn cost it more than the handler calls). Ids of the
+ * every entry through here, and such a map's churn was the largest cost of the gate). Ids of the
  * reply that are not next in line (entries without a key, acks of a settle, or a reply out of
  * order) are looked up among the rest, so every id of a reply is released, whatever its order.
  */
