@@ -13,7 +13,8 @@
 // them, the order of plain and partitioned alternating between rounds; with more than one round
 // each figure is the median of its rounds, and the ratio the median of each round's ratio to that
 // round's plain drain (paired: a busy moment of a shared machine hits both), with its [min-max].
-// Knobs: BENCH_PART_N=20000, BENCH_PART_P=8, BENCH_PART_KEYS=100, BENCH_PART_IDLE_S=20,
+// Knobs: BENCH_LIB=<dist/index.js> (the build measured; default this tree's), BENCH_PART_N=20000,
+// BENCH_PART_P=8, BENCH_PART_KEYS=100, BENCH_PART_IDLE_S=20,
 // BENCH_PART_WORKLOADS=drain,publish,rebalance,idle, BENCH_PART_VERBOSE=1 (each round's drain on
 // stderr, as it ends); BENCH_NODE_ARGS='--cpu-prof ...': extra node
 // flags of every child (profiles of a drain: --cpu-prof --cpu-prof-dir=DIR). Each drain also says
@@ -29,7 +30,9 @@ import { startRedis } from './lib/redis-server.mjs';
 import { median } from './lib/stats.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const lib = createRequire(import.meta.url)(join(root, 'dist', 'index.js'));
+// the library build measured (BENCH_LIB, as for bench/run.mjs): the children load it too
+const LIB = resolve(process.env.BENCH_LIB ?? join(root, 'dist', 'index.js'));
+const lib = createRequire(import.meta.url)(LIB);
 const N = Number(process.env.BENCH_PART_N ?? 20_000);
 const P = Number(process.env.BENCH_PART_P ?? 8);
 const KEYS = Number(process.env.BENCH_PART_KEYS ?? 100);
@@ -55,6 +58,7 @@ function child(stream, name, partitions, env = {}) {
       env: {
         ...process.env,
         REDIS_URL: server.url,
+        BENCH_LIB: LIB,
         STREAM: stream,
         NAME: name,
         PARTITIONS: partitions ? String(partitions) : '',

@@ -5,7 +5,13 @@
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import pkg from '../../dist/index.js';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+// the build BENCH_LIB names (bench/partitions.mjs passes its own), else this tree's
+const built =
+  process.env.BENCH_LIB ?? fileURLToPath(new URL('../../dist/index.js', import.meta.url));
+const pkg = createRequire(import.meta.url)(built);
 
 const { EchoStreamModule, StreamHandler, ConsumerStats } = pkg;
 const { REDIS_URL, STREAM, NAME } = process.env;
