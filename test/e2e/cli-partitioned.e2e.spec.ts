@@ -167,7 +167,10 @@ describe('echo-stream on a partitioned stream by its own name', () => {
     try {
       await waitFor(() => out.includes('1005-0  p0  n=1005-0@0'), { message: 'the newest' });
       const first = await redis.xadd(`${stream}:p:2`, '*', 'n', 'live-2');
-      const second = await redis.xadd(`${stream}:p:1`, '*', 'n', 'live-1');
+      // one millisecond later: two entries of the same millisecond in two partitions tie, and
+      // the merge orders a tie by partition
+      const later = `${Number(first!.split('-')[0]) + 1}-0`;
+      const second = await redis.xadd(`${stream}:p:1`, later, 'n', 'live-1');
       await waitFor(() => out.includes(`${second}  p1  n=live-1`), {
         message: 'tail --follow prints the new entries of partitions 2 and 1',
       });
