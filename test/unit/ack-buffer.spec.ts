@@ -43,6 +43,65 @@ describe('AckBuffer', () => {
     expect(fake.pel(S, G).has(ids[0])).toBe(false);
   });
 
+  it('sendAhead sends the waiting acks at once and returns before the reply; landed waits for it', async () => {
+    const { loop, fake, ids, acks } = setUp();
+    let answer!: (n: number) => void;
+    fake.overrides.ack = () => new Promise<number>((resolve) => (answer = resolve));
+    acks.add(ids.slice(0, 2));
+    acks.sendAhead();
+    expect(fake.callsOf('ack').map((c) => c.args[2])).toEqual([ids.slice(0, 2)]);
+    let landed = false;
+    const waiting = acks.landed().then(() => (landed = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(landed).toBe(false); // the reply is not in
+    expect(loop.counters.snapshot().totalAcked).toBe(0);
+    answer(2);
+    await waiting;
+    expect(loop.counters.snapshot().totalAcked).toBe(2);
+    acks.sendAhead(); // nothing waiting: no command
+    expect(fake.callsOf('ack')).toHaveLength(1);
+  });
+
+  it('a failed sendAhead puts its acks back first in line; landed throws it once; a flush sends them', async () => {
+    const { loop, fake, ids, acks } = setUp();
+    acks.add([ids[0]]);
+    fake.fail('ack');
+    acks.sendAhead();
+    acks.add([ids[1]]); // handled while the XACK was on the wire
+    await expect(acks.landed()).rejects.toThrow(/injected ack failure/);
+    await expect(acks.landed()).resolves.toBeUndefined(); // thrown once
+    expect(loop.counters.snapshot().totalAcked).toBe(0);
+    await acks.flush();
+    expect(fake.callsOf('ack').map((c) => c.args[2])).toEqual([[ids[0]], [ids[0], ids[1]]]);
+    expect(fake.pel(S, G).has(ids[0])).toBe(false);
+    expect(fake.pel(S, G).has(ids[1])).toBe(false);
+  });
+
+  it('flush waits for the XACK sent ahead before it sends: a step after it finds none of them pending', async () => {
+    const { fake, ids, acks } = setUp();
+    let answer!: () => void;
+    fake.overrides.ack = (stream, group, sent) =>
+      new Promise<number>((resolve) => {
+        // the first XACK is held until the test answers it; the model runs for both
+        answer = () => {
+          delete fake.overrides.ack;
+          void fake.ack(stream as string, group as string, sent as string[]).then(resolve);
+        };
+      });
+    acks.add([ids[0]]);
+    acks.sendAhead();
+    acks.add([ids[1]]);
+    let flushed = false;
+    const flushing = acks.flush().then(() => (flushed = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(flushed).toBe(false);
+    expect(fake.callsOf('ack')).toHaveLength(1); // its own XACK waits for the one ahead
+    answer();
+    await flushing;
+    expect(fake.pel(S, G).has(ids[0])).toBe(false);
+    expect(fake.pel(S, G).has(ids[1])).toBe(false);
+  });
+
   it('take hands the acks to a caller (sent with a read); putBack puts them before newer ones', () => {
     const { ids, acks } = setUp();
     acks.add([ids[2]]);

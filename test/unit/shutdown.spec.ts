@@ -19,6 +19,7 @@ function setUp(inHand: InHand | null = null, fail?: 'send') {
     heartbeat: { stop: () => void steps.push('heartbeat stop') },
     delivery: { inHand },
     acks: {
+      landed: async () => void steps.push('acks sent ahead answered'),
       take: () => {
         const taken = waiting;
         waiting = [];
@@ -112,6 +113,7 @@ describe('Shutdown', () => {
     expect(stopSwitch.isAbandoned()).toBe(true);
     expect(steps).toEqual([
       'wake parked read',
+      'acks sent ahead answered',
       'records of a-0 (4 in hand)',
       'ack x-0,a-0',
       'release unstarted c-0,r-0 counts 3',

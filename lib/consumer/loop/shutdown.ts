@@ -43,7 +43,7 @@ export interface ShutdownParts {
   readonly parked: Pick<ParkedRead, 'wakeForStop'>;
   readonly heartbeat: Pick<Heartbeat, 'stop'>;
   readonly delivery: Pick<Delivery, 'inHand'>;
-  readonly acks: Pick<AckBuffer, 'take' | 'send'>;
+  readonly acks: Pick<AckBuffer, 'take' | 'send' | 'landed'>;
   readonly readAhead: Pick<ReadAhead, 'takeQuietly'>;
   readonly settlement: Pick<Settlement, 'release'>;
   readonly scheduler: Pick<RetryScheduler, 'route'>;
@@ -99,6 +99,8 @@ export class Shutdown {
     const { acks, readAhead, settlement, scheduler, retries } = this.parts;
     const inHand = this.parts.delivery.inHand;
     const held = inHand?.batch;
+    // the XACK sent ahead is answered first: when it failed, its acks wait again and go with these
+    await acks.landed().catch(() => undefined);
     const acked = acks.take();
     if (held) {
       const finished = held.ok.splice(0);

@@ -140,6 +140,8 @@ export class StreamConsumer {
   private async readNew(): Promise<void> {
     const { context, limiter, acks, health, readAhead, parked, delivery } = this.loop;
     const { batchSize } = context.options;
+    // the XACK sent ahead at the last read failed: back off before more go out (they wait again)
+    acks.throwFailed();
     if (limiter.limits) await acks.flush(); // a throttled loop may wait: ack what is done first
     const starts = await limiter.readStarts(batchSize);
     const allowed = starts.count;
@@ -153,17 +155,19 @@ export class StreamConsumer {
     const full = (entries: readonly RawEntry[]): boolean =>
       entries.length >= batchSize && !limiter.limits && !context.isStopping();
     if (ahead?.status === 'fulfilled' && full(ahead.value)) readAhead.start();
-    const sent = acks.take();
-    const ackDone = settled(sent.length > 0 ? acks.send(sent) : Promise.resolve());
-    // no read ahead: the acks go out before the read parks (on its connection they would wait)
+    // the acks of the last beat's batch were sent ahead: their reply is in by now, mostly
+    // (recovering from a Redis error, the beat waits for its own instead: it proves Redis healthy
+    // only once they are in)
+    const lastAcks = health.recovering ? null : settled(acks.landed());
+    // this beat's go out now and are answered while the read is handled (no read ahead: before
+    // the read parks, on its connection they would wait); a failure is thrown at the next beat
+    acks.sendAhead();
     const [ackResult, readResult] = await Promise.all([
-      ackDone,
+      lastAcks ?? settled(acks.landed()),
       ahead ?? settled(this.park(allowed, starts.parkMs)),
     ]);
     parked.end();
     if (readResult.status === 'fulfilled' && ackResult.status === 'fulfilled') health.healthy();
-    // acks that failed wait again before the read is handled (a keyed lane waits for them)
-    if (ackResult.status === 'rejected') acks.putBack(sent);
     if (readResult.status === 'fulfilled') {
       const entries = readResult.value;
       limiter.readDone(starts, entries.length);

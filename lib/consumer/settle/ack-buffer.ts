@@ -41,6 +41,10 @@ export interface AckWrites {
  */
 export class AckBuffer {
   private waiting: string[] = [];
+  /** The XACK the loop sent ahead ({@link sendAhead}) and has not waited for; `null`: none. */
+  private ahead: Promise<void> | null = null;
+  /** How that XACK failed, until {@link landed} throws it. */
+  private aheadFailure: { readonly error: unknown } | null = null;
 
   constructor(
     private readonly context: Pick<LoopContext, 'counters' | 'where' | 'logger'>,
@@ -74,8 +78,52 @@ export class AckBuffer {
     this.waiting = entryIds.concat(this.waiting);
   }
 
-  /** Sends every waiting ack now; on failure they wait again and the error is thrown. */
+  /**
+   * Sends every waiting ack and lets the loop go on before the reply (docs/ARCHITECTURE.md "The
+   * beat"): the loop handles the next read meanwhile and waits for this reply at its next beat
+   * ({@link landed}). A keyed lane waits for its own key's ack through the watch, so no entry's
+   * order depends on the loop waiting here. On failure the acks wait again, first in line.
+   */
+  sendAhead(): void {
+    const acks = this.take();
+    if (acks.length === 0) return;
+    const sending = this.send(acks).catch((err: unknown) => {
+      this.putBack(acks);
+      this.aheadFailure ??= { error: err };
+    });
+    this.ahead = sending;
+    void sending.then(() => {
+      if (this.ahead === sending) this.ahead = null;
+    });
+  }
+
+  /**
+   * Waits for the XACK sent ahead; throws its failure (once: its acks wait again, first in line,
+   * and go with the next send).
+   */
+  async landed(): Promise<void> {
+    if (this.ahead !== null) await this.ahead;
+    this.throwFailed();
+  }
+
+  /**
+   * Throws the failure of the XACK sent ahead when it is known already (once: its acks wait again,
+   * first in line): the loop backs off before it sends more.
+   */
+  throwFailed(): void {
+    const failure = this.aheadFailure;
+    this.aheadFailure = null;
+    if (failure !== null) throw failure.error;
+  }
+
+  /**
+   * Sends every waiting ack now, after the XACK sent ahead is answered (a step that reads the own
+   * PEL next sees none of them pending); on failure they wait again and the error is thrown.
+   */
   async flush(): Promise<void> {
+    // the acks sent ahead that failed wait again: they go now, with the rest
+    if (this.ahead !== null) await this.ahead;
+    this.aheadFailure = null;
     const acks = this.take();
     if (acks.length === 0) return;
     try {
