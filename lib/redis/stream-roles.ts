@@ -23,7 +23,6 @@ export type {
 } from './operator/browsing-roles';
 export type {
   AlongAck,
-  AckRecordingReply,
   DeletionSweep,
   EntryDeletions,
   SkipQuery,

@@ -144,7 +144,7 @@ describe('dedup', () => {
       stream,
       group: 'g',
       // a sweep due every few batches: the read sent ahead is then handled before the acks of
-      // the batch before it go out (its look-up cannot ride with them)
+      // the batch before it go out (its look-up, made as it landed, found none of their records)
       options: { dedup: true, batchSize, claimIntervalMs: 20, minIdleMs: 10_000 },
       handle: async (m) => {
         runs.set(m.id, (runs.get(m.id) ?? 0) + 1);

@@ -9,7 +9,7 @@
 import type { Redis, RedisOptions } from 'ioredis';
 import { ackedIdKey, keyInSlotOf, newestIdKey } from '../../lib/redis/package-keys';
 import { RedisStreamsClient } from '../../lib/redis/streams-client';
-import type { SkipQuery, SkipRecord } from '../../lib/redis/stream-roles';
+import type { SkipRecord } from '../../lib/redis/stream-roles';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
 
 let server: RedisServer;
@@ -91,15 +91,16 @@ describe.each(MODES)('the ack script under $name', ({ options }) => {
         { kind: 'newest', key: 'k1', id: bid(3), ttlMs: 86_400_000 }, // older than bid(5): kept
         { kind: 'newest', key: 'k2', id: bid(4), ttlMs: 86_400_000 },
       ];
-      const lookUp: SkipQuery[] = [
-        { kind: 'acked', id: bid(1) }, // written by this very call
-        { kind: 'acked', id: bid(9) },
-        { kind: 'newest', key: 'k1' },
-        { kind: 'newest', key: 'k2' },
-        { kind: 'newest', key: 'k3' },
-      ];
-      const reply = await client.ackRecording(stream, group, ids, records, [], lookUp);
-      expect(reply).toEqual({ acked: 3, found: [bid(1), null, bid(5), bid(4), null] });
+      expect(await client.ackRecording(stream, group, ids, records)).toBe(3);
+      expect(
+        await client.readRecords(stream, group, [
+          { kind: 'acked', id: bid(1) }, // written by that call
+          { kind: 'acked', id: bid(9) },
+          { kind: 'newest', key: 'k1' },
+          { kind: 'newest', key: 'k2' },
+          { kind: 'newest', key: 'k3' },
+        ]),
+      ).toEqual([bid(1), null, bid(5), bid(4), null]);
       expect(Number((await admin.xpending(stream, group))[0])).toBe(0);
       expect(await admin.get(ackedIdKey(stream, group, bid(2)))).toBe(bid(2));
       expect(await admin.pttl(ackedIdKey(stream, group, bid(2)))).toBeGreaterThan(590_000);
@@ -123,19 +124,22 @@ describe.each(MODES)('the ack script under $name', ({ options }) => {
     }
   });
 
-  it('past the chunks of 1,000 (XACK ids, records, keys read); EVAL after a SCRIPT FLUSH', async () => {
+  it('past the chunks of 1,000 (XACK ids, records); EVAL after a SCRIPT FLUSH', async () => {
     const { stream, ids } = await pendingEntries('many', 'g', 2500);
     const records: SkipRecord[] = ids.map((_, i) => ({
       kind: 'acked',
       id: bid(i),
       ttlMs: 600_000,
     }));
-    const lookUp: SkipQuery[] = ids.map((_, i) => ({ kind: 'acked', id: bid(i + 1) }));
     await admin.script('FLUSH');
-    const reply = await client.ackRecording(stream, 'g', ids, records, [], lookUp);
-    expect(reply.acked).toBe(2500);
-    expect(reply.found).toHaveLength(2500);
-    expect(reply.found.slice(0, 2499)).toEqual(ids.slice(1).map((_, i) => bid(i + 1)));
-    expect(reply.found[2499]).toBeNull();
+    expect(await client.ackRecording(stream, 'g', ids, records)).toBe(2500);
+    expect(Number((await admin.xpending(stream, 'g'))[0])).toBe(0);
+    const found = await client.readRecords(
+      stream,
+      'g',
+      ids.map((_, i) => ({ kind: 'acked', id: bid(i + 1) })),
+    );
+    expect(found.slice(0, 2499)).toEqual(ids.slice(1).map((_, i) => bid(i + 1)));
+    expect(found[2499]).toBeNull();
   });
 });

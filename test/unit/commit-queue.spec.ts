@@ -53,12 +53,9 @@ describe('AckBuffer with commits', () => {
     const sent: string[] = [];
     const drains: number[] = [];
     const told: string[] = [];
-    const writer: Pick<AckWriter, 'handled' | 'records' | 'committed' | 'lookUp'> = {
-      records: false,
-      lookUp: async () => [],
+    const writer: Pick<AckWriter, 'handled' | 'committed'> = {
       handled: async (ids) => {
         sent.push(`xack ${ids.join(',')}`);
-        return [];
       },
       committed: async (commits) => {
         sent.push(`commit ${commits.map((c) => c.entryId).join(',')}`);
@@ -128,52 +125,5 @@ describe('AckBuffer with commits', () => {
     expect(told).toEqual(['failed 1-0']);
     expect(acks.take()).toEqual(['1-0']);
     expect(queue.split(['1-0'])?.commits.map((c) => c.entryId)).toEqual(['1-0']);
-  });
-
-  it("with dedup, the next read's look-up goes right behind a commit that carries no XACK", async () => {
-    const loop = testLoop();
-    const queue = new CommitQueue(writesOf);
-    const sent: string[] = [];
-    const rode: string[] = [];
-    const writer: Pick<AckWriter, 'handled' | 'records' | 'committed' | 'lookUp'> = {
-      records: true,
-      handled: async () => [],
-      committed: async (commits) => {
-        sent.push('commit');
-        return commits.map((c) => ({ entryId: c.entryId, outcome: 'committed' }));
-      },
-      lookUp: async (queries) => {
-        sent.push(`mget ${queries.length}`);
-        return queries.map(() => 'held');
-      },
-    };
-    const acks = new AckBuffer(
-      loop.context,
-      writer,
-      { forget: () => undefined },
-      {
-        commits: { queue, health: { drainNeeded: () => undefined } },
-        records: {
-          recordsOf: () => [],
-          forget: () => undefined,
-          discard: () => undefined,
-          riding: (carried) => {
-            // it counts on none of the commit's records: it carries no entry
-            rode.push(`riding with ${carried.length} carried`);
-            return {
-              queries: [{ kind: 'acked', id: 'b-1' }],
-              board: () => true,
-              answered: (found) => void rode.push(`answered ${found.join(',')}`),
-              missed: () => void rode.push('missed'),
-            };
-          },
-        },
-      },
-    );
-    queue.handled([message('1-0', 1, [WRITE])], ['1-0']);
-    acks.add(['1-0']);
-    await acks.flush();
-    expect(sent).toEqual(['commit', 'mget 1']);
-    expect(rode).toEqual(['riding with 0 carried', 'answered held']);
   });
 });

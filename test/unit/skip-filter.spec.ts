@@ -10,12 +10,7 @@ import { AckRecords } from '../../lib/consumer/settle/ack-records';
 import { NO_SKIPS, SkipFilter, type SkipVerdicts } from '../../lib/consumer/skip/skip-filter';
 import { skipRulesOf, type SkipRules } from '../../lib/consumer/skip/skip-rules';
 import type { StreamMessage } from '../../lib/interfaces/stream-message.interface';
-import type {
-  AckRecordingReply,
-  AlongAck,
-  SkipQuery,
-  SkipRecord,
-} from '../../lib/redis/stream-roles';
+import type { AlongAck, SkipQuery, SkipRecord } from '../../lib/redis/stream-roles';
 import { G, S, testLoop } from '../support/loop-context';
 import { NO_TRANSACTION } from '../../lib/consumer/commit';
 
@@ -42,11 +37,7 @@ function message(entryId: string, id: string, account = 'a'): StreamMessage<unkn
 class RecordStore {
   readonly acked = new Set<string>();
   readonly newest = new Map<string, string>();
-  readonly ackCalls: Array<{
-    ids: readonly string[];
-    records: readonly SkipRecord[];
-    lookUp?: readonly SkipQuery[];
-  }> = [];
+  readonly ackCalls: Array<{ ids: readonly string[]; records: readonly SkipRecord[] }> = [];
   reads = 0;
 
   readRecords = async (
@@ -75,15 +66,14 @@ class RecordStore {
     ids: readonly string[],
     records: readonly SkipRecord[],
     _along?: readonly AlongAck[],
-    lookUp: readonly SkipQuery[] = [],
-  ): Promise<AckRecordingReply> => {
-    this.ackCalls.push({ ids, records, lookUp });
+  ): Promise<number> => {
+    this.ackCalls.push({ ids, records });
     for (const r of records) {
       if (r.kind === 'acked') this.acked.add(r.id);
       else if (!this.newest.has(r.key) || r.id > this.newest.get(r.key)!)
         this.newest.set(r.key, r.id);
     }
-    return { acked: ids.length, found: this.found(lookUp) };
+    return ids.length;
   };
 }
 
@@ -185,7 +175,6 @@ describe('AckRecords + AckBuffer', () => {
     expect(store.ackCalls).toEqual([
       {
         ids: ['1-0', '3-0'],
-        lookUp: [],
         records: [
           { kind: 'acked', id: bid(1), ttlMs: 600_000 },
           { kind: 'acked', id: bid(3), ttlMs: 600_000 },
@@ -228,7 +217,7 @@ describe('AckRecords + AckBuffer', () => {
     ]);
   });
 
-  it('a look-up waiting for a ride is read in the script call of the next XACK, after its writes; when that XACK fails it goes out alone', async () => {
+  it('a look-up goes out at once (one MGET), before the XACK of a twin handled here: the own records answer for it', async () => {
     const loop = testLoop();
     const store = new RecordStore();
     const records = new AckRecords(DEDUP);
@@ -241,22 +230,11 @@ describe('AckRecords + AckBuffer', () => {
     );
     records.handled([message('1-0', 'order-1')], ['1-0']);
     buffer.add(['1-0']);
-    const copy = filter.lookUp([message('2-0', 'order-1')], { ride: true });
-    expect(store.reads).toBe(0); // waiting for the XACK
+    const copy = filter.lookUp([message('2-0', 'order-1')]);
+    expect(store.reads).toBe(1); // sent now, not with the XACK
     await buffer.flush();
-    expect(store.ackCalls[0].lookUp).toEqual([{ kind: 'acked', id: 'order-1' }]);
-    expect(await copy.verdicts()).toEqual({ run: [], skipped: ['2-0'] }); // read after the write
-    expect(store.reads).toBe(0);
-
-    // the XACK it rides with fails: the look-up is read on its own
-    records.handled([message('3-0', 'order-3')], ['3-0']);
-    buffer.add(['3-0']);
-    const next = filter.lookUp([message('4-0', 'order-9')], { ride: true });
-    const failing = store.ackRecording;
-    store.ackRecording = () => Promise.reject(new Error('ERR down'));
-    await expect(buffer.flush()).rejects.toThrow('ERR down');
-    store.ackRecording = failing;
-    expect(await next.verdicts()).toEqual({ run: [0], skipped: [] });
+    expect(await copy.verdicts()).toEqual({ run: [], skipped: ['2-0'] });
+    expect(store.ackCalls).toHaveLength(1);
     expect(store.reads).toBe(1);
   });
 
@@ -346,31 +324,21 @@ describe("the loop's own records: a look-up sent before an XACK's reply", () => 
     expect(kept(records)?.acked.has('order-1')).toBe(false);
   });
 
-  it('a look-up riding with the XACK of every record not confirmed, nothing handled since, missed none: no own record is read', async () => {
-    const store = new RecordStore();
-    const { records, filter } = filterOf(DEDUP, store);
+  it('a look-up sent while every record was confirmed, nothing handled since, missed none: no own record is read', () => {
+    const { records } = filterOf(DEDUP, new RecordStore());
     records.handled([message('1-0', 'order-1'), message('2-0', 'order-2')], ['1-0', '2-0']);
-    const next = filter.lookUp([message('9-0', 'order-1')], { ride: true });
-    const rider = records.riding(['1-0', '2-0']);
-    expect(rider?.queries).toEqual([{ kind: 'acked', id: 'order-1' }]);
-    // the script read after writing order-1: its answer alone decides (null here, to show that
-    // the loop's own records were not read)
-    rider?.answered([null]);
-    expect(await next.verdicts()).toEqual({ run: [0], skipped: [] });
-
-    const ticket = records.lookUpSent(['1-0', '2-0']);
-    expect(ticket.complete).toBe(true);
-    expect(records.missedBy(ticket)).toBeNull();
-    records.lookUpAnswered(ticket);
-    // one of them rides elsewhere: this look-up may miss it
-    const partial = records.lookUpSent(['1-0']);
-    expect(partial.complete).toBe(false);
-    expect(records.missedBy(partial)?.acked).toEqual(new Set(['order-1', 'order-2']));
-    records.lookUpAnswered(partial);
+    // sent before their XACK's reply: it may miss both
+    const early = records.lookUpSent();
+    expect(early.complete).toBe(false);
+    expect(records.missedBy(early)?.acked).toEqual(new Set(['order-1', 'order-2']));
+    records.forget(['1-0', '2-0']);
+    const after = records.lookUpSent();
+    expect(after.complete).toBe(true);
+    expect(records.missedBy(after)).toBeNull();
     // handled after it went out: counted too
-    const before = records.lookUpSent(['1-0', '2-0']);
     records.handled([message('3-0', 'order-3')], ['3-0']);
-    expect(records.missedBy(before)?.acked.has('order-3')).toBe(true);
-    records.lookUpAnswered(before);
+    expect(records.missedBy(after)?.acked.has('order-3')).toBe(true);
+    records.lookUpAnswered(after);
+    records.lookUpAnswered(early);
   });
 });

@@ -115,8 +115,8 @@ export class Delivery {
 
   /**
    * The reply of a read sent ahead landed (`ReadAhead`): with `dedup` / `newerWins` it is sorted
-   * now, and the look-up of its records rides with the loop's next XACK (read in the same script
-   * call: no round trip of its own; docs/delivery.md "Duplicates and stale replays"). `process`
+   * and its records looked up now (one MGET), while the batch before it is handled, so the answer
+   * is in before its handlers start (docs/delivery.md "Duplicates and stale replays"). `process`
    * of the same entries uses both. Without them: nothing.
    */
   prepare(entries: readonly RawEntry[]): void {
@@ -125,7 +125,7 @@ export class Delivery {
     try {
       // a fresh read (`>`): first deliveries, but those it claimed along (their counts with them)
       const read = triage(entries, null, this.rules);
-      this.prepared.push({ entries, read, lookUp: skips.lookUp(read.fresh, { ride: true }) });
+      this.prepared.push({ entries, read, lookUp: skips.lookUp(read.fresh) });
     } catch {
       // nothing prepared: `process` sorts the read and looks it up, and says what failed
     }

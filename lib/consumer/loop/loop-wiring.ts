@@ -261,8 +261,7 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
     heartbeat,
     health,
     settlement,
-    // dedup / newerWins: its entries are sorted the moment they land, their look-up rides with
-    // the next XACK
+    // dedup / newerWins: its entries are sorted and looked up the moment they land
     landed: skips ? (entries): void => delivery.prepare(entries) : undefined,
   });
   const parked = new ParkedRead(

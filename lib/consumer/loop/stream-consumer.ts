@@ -147,7 +147,7 @@ export class StreamConsumer {
     const allowed = starts.count;
     if (context.isStopping()) return;
     // a read sent ahead (no BLOCK) is in or on its way: taken before the acks go out, so the skip
-    // look-up of its entries (`dedup`, `newerWins`) rides in their script call
+    // look-up of its entries (`dedup`, `newerWins`), sent as it lands, goes before them
     const ahead = readAhead.inFlight ? await settled(readAhead.take()) : null;
     // a full read means a backlog: fetch the next batch while this one is handled (not when rate
     // limited: it may read only what it may start). After a read sent ahead it goes out before

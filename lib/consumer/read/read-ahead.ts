@@ -12,7 +12,7 @@ export interface ReadAheadParts {
   readonly settlement: Pick<Settlement, 'release'>;
   /**
    * Told the moment a read's entries land, taken or not (`Delivery.prepare`: with `dedup` /
-   * `newerWins` they are sorted then, and their look-up waits for the next XACK); absent: nobody.
+   * `newerWins` they are sorted and their records looked up then); absent: nobody.
    */
   readonly landed?: (entries: readonly RawEntry[]) => void;
 }

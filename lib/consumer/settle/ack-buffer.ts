@@ -15,11 +15,8 @@ export interface AckWatch {
 
 /** What an ack carries besides the XACK and its along writes (those are the writer's). */
 export interface AckWrites {
-  /**
-   * `dedup` / `newerWins` records, written in the same script call as the XACK; the look-up of
-   * the next read rides with it.
-   */
-  records?: Pick<AckRecordSource, 'recordsOf' | 'forget' | 'discard' | 'riding'>;
+  /** `dedup` / `newerWins` records, written in the same script call as the XACK. */
+  records?: Pick<AckRecordSource, 'recordsOf' | 'forget' | 'discard'>;
   /** Keyed lanes: told when an XACK's reply is in, or that it failed; absent: nobody waits. */
   watch?: AckWatch;
   /**
@@ -48,7 +45,7 @@ export class AckBuffer {
 
   constructor(
     private readonly context: Pick<LoopContext, 'counters' | 'where' | 'logger'>,
-    private readonly writer: Pick<AckWriter, 'handled' | 'records' | 'committed' | 'lookUp'>,
+    private readonly writer: Pick<AckWriter, 'handled' | 'committed'>,
     private readonly errors: Pick<HandlerErrors, 'forget'>,
     writes: AckWrites = {},
   ) {
@@ -57,7 +54,7 @@ export class AckBuffer {
     this.commits = writes.commits;
   }
 
-  private readonly records: Pick<AckRecordSource, 'recordsOf' | 'forget' | 'discard' | 'riding'>;
+  private readonly records: Pick<AckRecordSource, 'recordsOf' | 'forget' | 'discard'>;
   private readonly watch: AckWatch | undefined;
   private readonly commits: AckWrites['commits'];
 
@@ -135,44 +132,21 @@ export class AckBuffer {
   }
 
   /**
-   * XACK of `entryIds`, with the skip records of those handled (`dedup`, `newerWins`) and the
-   * look-up of the next read in the same script call when there are any: counted, and their
-   * handler errors forgotten.
+   * XACK of `entryIds`, with the skip records of those handled (`dedup`, `newerWins`) in the same
+   * script call when there are any: counted, and their handler errors forgotten.
    */
   async send(entryIds: string[]): Promise<void> {
     const split = this.commits?.queue.split(entryIds);
     if (!split) return this.sendAcks(entryIds);
-    // the commit goes first on the connection: a look-up riding with the XACK of the rest, or
-    // with the commit itself, reads after its writes
     const committed = this.sendCommits(split.commits);
-    const rest = split.rest.length > 0 ? this.sendAcks(split.rest) : this.lookUpBehind();
+    const rest = split.rest.length > 0 ? this.sendAcks(split.rest) : Promise.resolve();
     await Promise.all([committed, rest]);
   }
 
-  /**
-   * The look-up of the next read (`dedup` / `newerWins` with `exactlyOnce`) as an MGET right
-   * behind a commit: no round trip of its own. It counts on none of the commit's records (a
-   * commit sent again after NOSCRIPT would run after it), so the loop's own records answer for
-   * them until they are confirmed.
-   */
-  private async lookUpBehind(): Promise<void> {
-    const lookUp = this.writer.records ? this.records.riding?.([]) : undefined;
-    if (lookUp === undefined) return;
-    try {
-      lookUp.answered(await this.writer.lookUp(lookUp.queries));
-    } catch {
-      lookUp.missed();
-    }
-  }
-
   private async sendAcks(entryIds: string[]): Promise<void> {
-    const records = this.records.recordsOf(entryIds);
-    const lookUp = this.writer.records ? this.records.riding?.(entryIds) : undefined;
     try {
-      const found = await this.writer.handled(entryIds, records, lookUp?.queries);
-      lookUp?.answered(found);
+      await this.writer.handled(entryIds, this.records.recordsOf(entryIds));
     } catch (err) {
-      lookUp?.missed();
       this.watch?.failed(entryIds, err);
       throw err;
     }

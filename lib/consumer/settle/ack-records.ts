@@ -6,7 +6,6 @@ import {
   type LookUpTicket,
   type OwnRecordIndex,
   type OwnRecords,
-  type RidingLookUp,
 } from '../skip';
 
 /** The records to write with entries' XACKs; the ack buffer asks it when it sends. */
@@ -22,11 +21,6 @@ export interface AckRecordSource {
    * kept, so no look-up takes them for acked.
    */
   discard(entryIds: readonly string[]): void;
-  /**
-   * The look-up waiting to ride with the XACK of `carried` going out now, taken (`undefined`:
-   * none).
-   */
-  riding?(carried: readonly string[]): RidingLookUp | undefined;
 }
 
 /** Without `dedup` and `newerWins`: no record, nothing kept. */
@@ -55,13 +49,12 @@ interface EntryRecords {
  * entries whose handler succeeded get records: a failure, a rejection or a dead letter writes
  * none.
  *
- * The look-up of a read sent ahead rides with the next XACK ({@link riding}: read in the same
- * script call, after its writes). Until Redis surely holds them the records also answer for
- * themselves ({@link OwnRecords}): a look-up can go out before the XACK of entries handled
- * meanwhile (alone, or beside entries whose XACK went out on its own), so an entry's records are
- * kept from its handler's return until its XACK's reply came AND every look-up sent before that
- * reply was answered. A look-up that rode with the XACK of every record not yet confirmed, with
- * nothing handled since, missed none of them: the usual drain reads no record of its own.
+ * Until Redis surely holds them the records also answer for themselves ({@link OwnRecords}): a
+ * look-up goes out before the XACK of the entries handled meanwhile (a read sent ahead is looked
+ * up as it lands, while the batch before it is handled), so an entry's records are kept from its
+ * handler's return until its XACK's reply came AND every look-up sent before that reply was
+ * answered. A look-up sent while every record was confirmed, with nothing handled since, missed
+ * none of them.
  */
 export class AckRecords implements AckRecordSource, OwnRecords {
   /** Handled, XACK not confirmed, by entry id. */
@@ -74,8 +67,6 @@ export class AckRecords implements AckRecordSource, OwnRecords {
   private sent = 0;
   /** Look-ups sent and not answered yet, by their number. */
   private readonly open = new Set<number>();
-  /** The look-up waiting for the next XACK. */
-  private rider: RidingLookUp | undefined;
 
   constructor(private readonly rules: SkipRules) {}
 
@@ -135,30 +126,10 @@ export class AckRecords implements AckRecordSource, OwnRecords {
     for (const entryId of entryIds) this.waiting.delete(entryId);
   }
 
-  riding(carried: readonly string[]): RidingLookUp | undefined {
-    const rider = this.rider;
-    this.rider = undefined;
-    return rider?.board(carried) ? rider : undefined;
-  }
-
-  waitForRide(lookUp: RidingLookUp): void {
-    this.rider = lookUp;
-  }
-
-  leaveRide(lookUp: RidingLookUp): void {
-    if (this.rider === lookUp) this.rider = undefined;
-  }
-
-  lookUpSent(carried: readonly string[]): LookUpTicket {
+  lookUpSent(): LookUpTicket {
     this.open.add(++this.sent);
-    // complete: every record not confirmed yet is written by the XACK it rides with
-    let complete = this.waiting.size <= carried.length;
-    if (complete && this.waiting.size > 0) {
-      let inIt = 0;
-      for (const entryId of carried) if (this.waiting.has(entryId)) inIt++;
-      complete = inIt === this.waiting.size;
-    }
-    return { sent: this.sent, complete, handledBefore: this.handledCount };
+    // complete: no record of this loop waits for its XACK's reply
+    return { sent: this.sent, complete: this.waiting.size === 0, handledBefore: this.handledCount };
   }
 
   lookUpAnswered(ticket: LookUpTicket): void {

@@ -2,7 +2,6 @@ import type {
   AlongAck,
   CommitVerdict,
   EntryCommit,
-  SkipQuery,
   SkipRecord,
   StreamsClient,
 } from '../../redis/stream-roles';
@@ -23,43 +22,27 @@ export interface AlongAckSource {
  * The one place a loop's XACK is written, with everything that goes with it (docs/ARCHITECTURE.md
  * "Handle and settle"): the writes sent along in its round trip ({@link AlongAckSource}: the
  * entries' checkpoints dropped) and, for handled entries of `dedup` / `newerWins`, their skip
- * records in the same script call, with the look-up of the next read riding in it. The ack
+ * records in the same script call. The ack
  * buffer, the settlement of deleted entries and the dead-letter path all ack through it, so what
  * rides with an XACK is decided here, once.
  */
 export class AckWriter {
   constructor(
     private readonly context: Pick<LoopContext, 'stream' | 'group' | 'consumer'>,
-    private readonly client: Pick<
-      StreamsClient,
-      'ack' | 'ackRecording' | 'commits' | 'readRecords'
-    >,
+    private readonly client: Pick<StreamsClient, 'ack' | 'ackRecording' | 'commits'>,
     private readonly along: readonly AlongAckSource[] = [],
   ) {}
 
-  /** True when records and a look-up can ride with an XACK (the client has the script). */
-  get records(): boolean {
-    return this.client.ackRecording !== undefined;
-  }
-
   /**
-   * XACK of entries a handler completed, with their along writes; with `records` or a `lookUp`,
-   * all in one script call (the records written before the XACK). Resolves to the look-up's
-   * answers, in the order asked (none without a look-up).
+   * XACK of entries a handler completed, with their along writes; with `records`, all in one
+   * script call (the records written before the XACK).
    */
-  async handled(
-    ids: readonly string[],
-    records: readonly SkipRecord[] = [],
-    lookUp?: readonly SkipQuery[],
-  ): Promise<Array<string | null>> {
+  async handled(ids: readonly string[], records: readonly SkipRecord[] = []): Promise<void> {
     const { stream, group } = this.context;
     const along = this.along.flatMap((each) => each.alongAck(ids) ?? []);
-    if ((records.length > 0 || lookUp) && this.client.ackRecording) {
-      const reply = await this.client.ackRecording(stream, group, ids, records, along, lookUp);
-      return reply.found;
-    }
-    await this.client.ack(stream, group, ids, along);
-    return [];
+    if (records.length > 0 && this.client.ackRecording)
+      await this.client.ackRecording(stream, group, ids, records, along);
+    else await this.client.ack(stream, group, ids, along);
   }
 
   /**
@@ -78,15 +61,6 @@ export class AckWriter {
     const along = this.along.flatMap((each) => each.alongAck(ids) ?? []);
     const kept = along.filter((write) => write.kind !== 'deleteEntries');
     return this.client.commits.commit(stream, group, consumer, commits, kept);
-  }
-
-  /**
-   * The records `queries` ask for, in one MGET sent now: right behind a commit on the same
-   * connection, it rides in the commit's round trip. `[]` without the client's skip records.
-   */
-  async lookUp(queries: readonly SkipQuery[]): Promise<Array<string | null>> {
-    const { stream, group } = this.context;
-    return this.client.readRecords ? this.client.readRecords(stream, group, queries) : [];
   }
 
   /** XACK of entries that leave without a handler's ack (a dead letter, a deleted entry). */

@@ -1,5 +1,5 @@
 /**
- * Skips (`dedup`, `newerWins`): the rules, the look-up that rides with the read or the ack, and the
+ * Skips (`dedup`, `newerWins`): the rules, the look-up (one MGET, sent as a read lands), and the
  * filter that sorts a read into entries to handle and entries to acknowledge unhandled.
  */
 export * from './skip-filter';

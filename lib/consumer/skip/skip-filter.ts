@@ -24,23 +24,13 @@ export interface SkipLookUp {
   drop(): void;
 }
 
-/** When a look-up goes out. */
-export interface LookUpTiming {
-  /**
-   * `true`: with the loop's next XACK (a read sent ahead, handled after the batch in hand), or on
-   * its own when its verdicts are read first; `false`: now, on its own.
-   * @default false
-   */
-  readonly ride?: boolean;
-}
-
 /** Sorts a read before the handler: which entries run, which are acked unhandled. */
 export interface SkipCheck {
   /**
-   * The look-up of the records of `messages` (one MGET, or a ride with an XACK; nothing when no
-   * entry has a record to look up); {@link SkipLookUp.verdicts} reads it when they are handled.
+   * The look-up of the records of `messages`, sent now (one MGET; nothing when no entry has a
+   * record to look up); {@link SkipLookUp.verdicts} reads it when they are handled.
    */
-  lookUp(messages: readonly StreamMessage<unknown>[], timing?: LookUpTiming): SkipLookUp;
+  lookUp(messages: readonly StreamMessage<unknown>[]): SkipLookUp;
 }
 
 /** A look-up that asks nothing: every entry runs. */
@@ -71,9 +61,9 @@ interface Asked {
  * - with `dedup`, an entry whose branded id the group acked within the window (a duplicate);
  * - with `newerWins`, an entry whose branded id is not above the newest one the group acked for
  *   its key (stale).
- * The look-up of a read sent ahead rides with the loop's next XACK (read in its script call, after
- * its writes); a look-up that goes out before the XACK of entries handled here meanwhile reads
- * their records from {@link OwnRecords}. Each skip is counted and logged (debug); the entries
+ * A read sent ahead is looked up as it lands, while the batch before it is handled; a look-up
+ * that goes out before the XACK of entries handled here reads their records from
+ * {@link OwnRecords}. Each skip is counted and logged (debug); the entries
  * skipped are acked by the caller.
  */
 export class SkipFilter implements SkipCheck {
@@ -87,7 +77,7 @@ export class SkipFilter implements SkipCheck {
     private readonly own: OwnRecords,
   ) {}
 
-  lookUp(messages: readonly StreamMessage<unknown>[], timing: LookUpTiming = {}): SkipLookUp {
+  lookUp(messages: readonly StreamMessage<unknown>[]): SkipLookUp {
     const { dedupWindowMs, keyOf } = this.rules;
     const queries: SkipQuery[] = [];
     // one query per branded id and per key, however many entries of the read share it
@@ -116,23 +106,17 @@ export class SkipFilter implements SkipCheck {
     const readRecords = client.readRecords.bind(client);
     const lookUp = new RecordLookUp(queries, {
       own,
-      alone: (asking) => readRecords(stream, group, asking),
+      read: (asking) => readRecords(stream, group, asking),
     });
-    if (timing.ride) own.waitForRide(lookUp);
-    else void lookUp.read().catch(() => undefined); // out now; verdicts() reads it
-    const close = (): void => {
-      own.leaveRide(lookUp);
-      lookUp.close();
-    };
     return {
       verdicts: async () => {
         try {
           return this.sort(messages, asked, await lookUp.read());
         } finally {
-          close();
+          lookUp.close();
         }
       },
-      drop: close,
+      drop: () => lookUp.close(),
     };
   }
 

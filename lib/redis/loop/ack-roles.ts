@@ -55,14 +55,6 @@ export type SkipRecord =
 /** What a skip filter asks: was this branded id acked, which is the newest id of this entity. */
 export type SkipQuery = { kind: 'acked'; id: string } | { kind: 'newest'; key: string };
 
-/** What {@link SkipRecords.ackRecording} answers. */
-export interface AckRecordingReply {
-  /** How many entries XACK acknowledged. */
-  readonly acked: number;
-  /** The records of its look-up, in the order asked: the branded id held, `null` for none. */
-  readonly found: Array<string | null>;
-}
-
 /**
  * The records behind `dedup` and `newerWins` (docs/delivery.md "Duplicates and stale replays"),
  * kept in the stream's hash slot.
@@ -70,8 +62,8 @@ export interface AckRecordingReply {
 export interface SkipRecords {
   /**
    * XACK of `ids` and `records` in one atomic script call (EVALSHA, EVAL on NOSCRIPT): a record
-   * is written with its entry's ack, never without it. The records `lookUp` asks for are read in
-   * the same call, after the writes (the look-up of the next read riding with this ack).
+   * is written with its entry's ack, never without it. Resolves to how many entries XACK
+   * acknowledged.
    */
   ackRecording(
     stream: string,
@@ -79,8 +71,7 @@ export interface SkipRecords {
     ids: readonly string[],
     records: readonly SkipRecord[],
     along?: readonly AlongAck[],
-    lookUp?: readonly SkipQuery[],
-  ): Promise<AckRecordingReply>;
+  ): Promise<number>;
   /** The records asked for, in one MGET: the branded id held, `null` for none. */
   readRecords(
     stream: string,

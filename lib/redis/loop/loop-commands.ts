@@ -7,7 +7,6 @@ import { isDeletion, withAlong } from './along-acks';
 import { isBusyGroupError, isOomError, isRefusedScript } from '../redis-errors';
 import { errorText } from '../../codec/codecs';
 import type {
-  AckRecordingReply,
   AlongAck,
   AutoClaimPage,
   LoopCommands,
@@ -299,18 +298,14 @@ export class RedisLoopCommands implements LoopCommands {
     ids: readonly string[],
     records: readonly SkipRecord[],
     along: readonly AlongAck[] = [],
-    lookUp: readonly SkipQuery[] = [],
-  ): Promise<AckRecordingReply> {
-    if (records.length === 0 && lookUp.length === 0)
-      return { acked: await this.ack(stream, group, ids, along), found: [] };
+  ): Promise<number> {
+    if (records.length === 0) return this.ack(stream, group, ids, along);
     const heads = this.headsOf(stream, group);
-    // one array, built in place: numkeys, then KEYS (the stream, each record's key, each key
-    // looked up), then ARGV (the group, the entry ids, the records in runs of one mode and ttl: a
+    // one array, built in place: numkeys, then KEYS (the stream, each record's key), then ARGV (the group, the entry ids, the records in runs of one mode and ttl: a
     // loop's records come as its `dedup` ones, then its `newerWins` ones; see ACK_RECORDS_SCRIPT)
-    const call: Array<string | number> = [1 + records.length + lookUp.length, stream];
+    const call: Array<string | number> = [1 + records.length, stream];
     for (const record of records)
       call.push(record.kind === 'acked' ? heads.acked + record.id : heads.newest + record.key);
-    for (const query of lookUp) call.push(keyOf(heads, query));
     call.push(group, ids.length);
     for (const id of ids) call.push(id);
     const runsAt = call.push(0) - 1;
@@ -338,10 +333,7 @@ export class RedisLoopCommands implements LoopCommands {
     call[runsAt] = runs;
     const xdelex = this.xdelexFor(along);
     const reply = this.link.sendScript(ACK_RECORDS_SCRIPT, ACK_RECORDS_SHA, call);
-    const values = (await withAlong(this.link, stream, group, reply, along, xdelex)) as unknown[];
-    const found: Array<string | null> = new Array<string | null>(values.length - 1);
-    for (let i = 1; i < values.length; i++) found[i - 1] = recordValue(values[i]);
-    return { acked: Number(values[0]), found };
+    return Number(await withAlong(this.link, stream, group, reply, along, xdelex));
   }
 
   async readRecords(

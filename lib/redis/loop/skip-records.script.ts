@@ -21,19 +21,18 @@ end
  * refused half-way (`maxmemory` with `noeviction` refuses SET, not XACK; an ACL without `+set`)
  * must leave the entries pending, to be acked with their records once Redis takes them, never
  * acked without them (later copies would run again). A record written without its XACK only
- * lets the redelivery of a handled entry be skipped. After the writes, the same call reads the
- * records the next read asks for (the look-up rides with the ack: no round trip of its own).
+ * lets the redelivery of a handled entry be skipped.
  *
  * - `set` (dedup): `SET key value PX ttl`, the branded id acked by the group;
  * - `max` (newer-wins): a compare-and-set, `value` written only when the key holds nothing or a
  *   smaller value (byte order, as the branded ids' fixed-width text sorts), `PX ttl` renewed then.
  *
- * KEYS[1] the stream; then the key of each record written; then the keys read. ARGV[1] the group,
+ * KEYS[1] the stream; then the key of each record written. ARGV[1] the group,
  * ARGV[2] how many entry ids, then the entry ids, then how many runs of records, then each run:
  * mode (`set` | `max`), ttl in ms, how many records, then for `max` their values (one argument
  * per record), for `set` the byte length of the keys' head (a `dedup` record's value is its key's
  * tail, the branded id the key names: not sent twice). Returns how many entries XACK
- * acknowledged, then the value of each key read (nil: none).
+ * acknowledged.
  */
 export const ACK_RECORDS_SCRIPT = `
 ${LUA_GREATER}local count = tonumber(ARGV[2])
@@ -65,12 +64,7 @@ local acked = 0
 for first = 3, 2 + count, 1000 do
   acked = acked + redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, first, math.min(first + 999, 2 + count)))
 end
-local reply = { acked }
-for first = key, #KEYS, 1000 do
-  local found = redis.call('MGET', unpack(KEYS, first, math.min(first + 999, #KEYS)))
-  for i = 1, #found do reply[#reply + 1] = found[i] end
-end
-return reply
+return acked
 `;
 
 /** SHA1 of {@link ACK_RECORDS_SCRIPT}, for EVALSHA. */
