@@ -22,9 +22,8 @@ export interface AlongAckSource {
  * The one place a loop's XACK is written, with everything that goes with it (docs/ARCHITECTURE.md
  * "Handle and settle"): the writes sent along in its round trip ({@link AlongAckSource}: the
  * entries' checkpoints dropped) and, for handled entries of `dedup` / `newerWins`, their skip
- * records in the same script call. The ack
- * buffer, the settlement of deleted entries and the dead-letter path all ack through it, so what
- * rides with an XACK is decided here, once.
+ * records in the same script call. The ack buffer, the settlement of deleted entries and the
+ * dead-letter path all ack through it, so what rides with an XACK is decided here, once.
  */
 export class AckWriter {
   constructor(

@@ -31,7 +31,7 @@ export class RecordLookUp {
   private closed = false;
 
   constructor(
-    readonly queries: readonly SkipQuery[],
+    queries: readonly SkipQuery[],
     private readonly ports: LookUpPorts,
   ) {
     this.ticket = ports.own.lookUpSent();

@@ -301,8 +301,9 @@ export class RedisLoopCommands implements LoopCommands {
   ): Promise<number> {
     if (records.length === 0) return this.ack(stream, group, ids, along);
     const heads = this.headsOf(stream, group);
-    // one array, built in place: numkeys, then KEYS (the stream, each record's key), then ARGV (the group, the entry ids, the records in runs of one mode and ttl: a
-    // loop's records come as its `dedup` ones, then its `newerWins` ones; see ACK_RECORDS_SCRIPT)
+    // one array, built in place: numkeys, then KEYS (the stream, each record's key), then ARGV
+    // (the group, the entry ids, the records in runs of one mode and ttl: a loop's records come
+    // as its `dedup` ones, then its `newerWins` ones; see ACK_RECORDS_SCRIPT)
     const call: Array<string | number> = [1 + records.length, stream];
     for (const record of records)
       call.push(record.kind === 'acked' ? heads.acked + record.id : heads.newest + record.key);

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 
 /**
- * Lua: `greater(a, b)`, true when text `a` sorts after `b` in byte order, as branded ids' fixed-width
- * text sorts (the newest-id record's compare-and-set, here and in the exactly-once commit).
+ * Lua: `greater(a, b)`, true when text `a` sorts after `b` in byte order, as branded ids'
+ * fixed-width text sorts (the newest-id record's compare-and-set, here and in the exactly-once
+ * commit).
  */
 export const LUA_GREATER = `local function greater(a, b)
   local n = math.min(#a, #b)
