@@ -115,9 +115,9 @@ export class Delivery {
 
   /**
    * The reply of a read sent ahead landed (`ReadAhead`): with `dedup` / `newerWins` it is sorted
-   * and its records looked up now (one MGET), while the batch before it is handled, so the answer
-   * is in before its handlers start (docs/delivery.md "Duplicates and stale replays"). `process`
-   * of the same entries uses both. Without them: nothing.
+   * and its records looked up now (one MGET), as early as the process reads the reply
+   * (docs/delivery.md "Duplicates and stale replays"). `process` of the same entries uses both.
+   * Without them: nothing.
    */
   prepare(entries: readonly RawEntry[]): void {
     const { skips } = this.parts;

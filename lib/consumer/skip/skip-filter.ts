@@ -61,10 +61,9 @@ interface Asked {
  * - with `dedup`, an entry whose branded id the group acked within the window (a duplicate);
  * - with `newerWins`, an entry whose branded id is not above the newest one the group acked for
  *   its key (stale).
- * A read sent ahead is looked up as it lands, while the batch before it is handled; a look-up
- * that goes out before the XACK of entries handled here reads their records from
- * {@link OwnRecords}. Each skip is counted and logged (debug); the entries
- * skipped are acked by the caller.
+ * A read sent ahead is looked up as its reply is read (docs/delivery.md); a look-up that goes out
+ * before the XACK of entries handled here reads their records from {@link OwnRecords}. Each skip
+ * is counted and logged (debug); the entries skipped are acked by the caller.
  */
 export class SkipFilter implements SkipCheck {
   constructor(

@@ -18,10 +18,10 @@ export interface LookUpAnswer {
 
 /**
  * The skip look-up of one read (docs/delivery.md "Duplicates and stale replays"): one MGET, sent
- * the moment the look-up is made. A read sent ahead is looked up as it lands, while the loop
- * handles the batch before it, so the answer is in before its handlers start (no round trip on
- * the loop's path). Its sending is reported to {@link OwnRecords}, which keeps the loop's own
- * records it may miss (those of entries handled meanwhile) until it is closed.
+ * the moment the look-up is made. A read sent ahead is looked up as its reply is read (while the
+ * batch before it is handled when its handlers await I/O; after it when they never yield, and the
+ * loop then waits for the answer). Its sending is reported to {@link OwnRecords}, which keeps the
+ * loop's own records it may miss (those of entries handled meanwhile) until it is closed.
  */
 export class RecordLookUp {
   /** What it was sent with. */
