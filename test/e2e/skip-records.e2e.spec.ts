@@ -1,8 +1,8 @@
 /**
  * The skip records' script on a real server (lib/redis/loop/skip-records.script.ts, docs/delivery.md
  * "Duplicates and stale replays"): the XACK, the records written with it (`dedup` values are the
- * branded ids their keys name, `newerWins` a compare-and-set), and the look-up of the next read
- * riding in the same call, read after the writes; under RESP2 and both RESP3 mappings, for stream
+ * branded ids their keys name, `newerWins` a compare-and-set), and the look-up (one MGET) reading
+ * them back; under RESP2 and both RESP3 mappings, for stream
  * and group names of more than one byte per character, past the 1,000-argument chunks, after a
  * SCRIPT FLUSH (EVAL on NOSCRIPT).
  */
@@ -77,7 +77,7 @@ describe.each(MODES)('the ack script under $name', ({ options }) => {
     return { stream, ids };
   }
 
-  it('acks, writes the records, and reads the look-up after them in the same call', async () => {
+  it('acks and writes the records in one call; the look-up reads them back', async () => {
     for (const [name, group] of [
       ['orders', 'billing'],
       ['zähler-流水', 'gé-组'], // more bytes than characters: the dedup value is cut by bytes
@@ -108,7 +108,7 @@ describe.each(MODES)('the ack script under $name', ({ options }) => {
       expect(ackedIdKey(stream, group, bid(2))).toBe(
         `${keyInSlotOf(stream, 'echo-dedup', group)}:${bid(2)}`,
       );
-      // a newer id raises the record; MGET on its own reads the same
+      // a newer id raises the record
       await client.ackRecording(
         stream,
         group,

@@ -305,8 +305,7 @@ export class RedisLoopCommands implements LoopCommands {
     // (the group, the entry ids, the records in runs of one mode and ttl: a loop's records come
     // as its `dedup` ones, then its `newerWins` ones; see ACK_RECORDS_SCRIPT)
     const call: Array<string | number> = [1 + records.length, stream];
-    for (const record of records)
-      call.push(record.kind === 'acked' ? heads.acked + record.id : heads.newest + record.key);
+    for (const record of records) call.push(keyOf(heads, record));
     call.push(group, ids.length);
     for (const id of ids) call.push(id);
     const runsAt = call.push(0) - 1;
@@ -367,7 +366,7 @@ export class RedisLoopCommands implements LoopCommands {
   }
 }
 
-/** The key of the record `query` asks for. */
+/** The key of the record `query` asks for (or a record of that kind and id / key is written to). */
 function keyOf(heads: RecordKeyHeads, query: SkipQuery): string {
   return query.kind === 'acked' ? heads.acked + query.id : heads.newest + query.key;
 }
