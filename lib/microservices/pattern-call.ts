@@ -9,7 +9,7 @@ import type { StreamMessage } from '../interfaces/stream-message.interface';
 import { EchoStreamContext } from './echo-stream.context';
 import type { PatternRoute } from './pattern-routes';
 import type { ReplyWriter } from './reply-writer';
-import { envelopeCodec, replyAddressOf, type Envelope } from './rpc-wire';
+import { envelopeCodec, replyAddressOf, RequestEnvelope } from './rpc-wire';
 import { answerText, rpcVerdict } from './rpc-verdict';
 
 /**
@@ -32,8 +32,8 @@ export class PatternCall {
   ) {}
 
   readonly call = async (message: StreamMessage<unknown>): Promise<void> => {
-    const { payload, reply } = message.payload as Envelope;
-    const request = this.route.request ? reply : undefined;
+    const envelope = message.payload instanceof RequestEnvelope ? message.payload : undefined;
+    const request = this.route.request ? envelope?.reply : undefined;
     if (request && this.now() > request.deadline) {
       this.logger.warn(
         `${this.route.name}: request ${message.entryId} (correlation ${request.correlationId}) ` +
@@ -41,21 +41,29 @@ export class PatternCall {
       );
       return;
     }
-    // the entry as the handler should see it: the user's payload, everything else the engine's.
-    // A copy of its own properties (the engine's messages are plain objects of one shape), never
-    // Object.create(message): a fresh message as a prototype cost ~5 µs and garbage per entry
-    const own: StreamMessage<unknown> = { ...message, payload };
+    // the entry as the handler should see it: an event's message as it is (its payload is the
+    // user's); a request's a copy with the user's payload, of its own properties (the engine's
+    // messages are plain objects of one shape), never Object.create(message): a fresh message as
+    // a prototype cost ~5 µs and garbage per entry
+    const own: StreamMessage<unknown> = envelope
+      ? { ...message, payload: envelope.payload }
+      : message;
+    const { payload } = own;
     const context = new EchoStreamContext([own, this.route.pattern]);
     const { handlers } = this.route;
     let value: unknown;
     try {
-      // one handler (the usual case) without the array and Promise.all of several
-      value =
-        handlers.length === 1
-          ? await resultOf(handlers[0](payload, context))
-          : (await Promise.all(handlers.map((handler) => resultOf(handler(payload, context)))))[
-              handlers.length - 1
-            ];
+      if (handlers.length === 1) {
+        // one handler (the usual case): awaited here, without the array, Promise.all and
+        // resultOf's own promise of several
+        value = await handlers[0](payload, context);
+        if (isObservable(value)) value = await lastValueFrom(value, { defaultValue: undefined });
+      } else {
+        const values = await Promise.all(
+          handlers.map((handler) => resultOf(handler(payload, context))),
+        );
+        value = values[handlers.length - 1];
+      }
     } catch (err) {
       const verdict = rpcVerdict(err);
       // the engine retries a failure and dead-letters a NonRetryableError at once

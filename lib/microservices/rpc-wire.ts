@@ -43,10 +43,15 @@ export interface ReplyAddress {
   ttlMs: number;
 }
 
-/** A decoded entry of a pattern's stream: the payload, and the reply address of a request. */
-export interface Envelope {
-  payload: unknown;
-  reply: ReplyAddress | undefined;
+/**
+ * A request of a pattern's stream, decoded: the payload, and where its reply goes. An event decodes
+ * to its payload alone (see {@link envelopeCodec}).
+ */
+export class RequestEnvelope {
+  constructor(
+    readonly payload: unknown,
+    readonly reply: ReplyAddress,
+  ) {}
 }
 
 /** The request fields appended to the producer's fields. */
@@ -79,21 +84,22 @@ export function replyAddressOf(fields: Readonly<Record<string, string>>): ReplyA
 }
 
 /**
- * The codec of a pattern's loop: the handler's codec for the payload, the request fields taken out
- * first, decoded into an {@link Envelope} (the server hands the handler its payload).
+ * The codec of a pattern's loop: an event decodes to its payload as the handler's codec decodes
+ * it, so it reaches the handler with no copy of its message; a request to a
+ * {@link RequestEnvelope}, its request fields taken out before the handler's codec reads the rest.
  */
-export function envelopeCodec(inner: StreamCodec<unknown>): StreamCodec<Envelope> {
+export function envelopeCodec(inner: StreamCodec<unknown>): StreamCodec<unknown> {
   return {
-    encode(envelope: Envelope): Record<string, string> {
-      return inner.encode(envelope.payload);
+    encode(value: unknown): Record<string, string> {
+      return inner.encode(value instanceof RequestEnvelope ? value.payload : value);
     },
-    decode(fields: Record<string, string>): Envelope {
+    decode(fields: Record<string, string>): unknown {
       const reply = replyAddressOf(fields);
-      if (!reply) return { payload: inner.decode(fields), reply };
+      if (!reply) return inner.decode(fields);
       const rest: Record<string, string> = {};
       for (const [key, value] of Object.entries(fields))
         if (!REQUEST_FIELDS.has(key)) rest[key] = value;
-      return { payload: inner.decode(rest), reply };
+      return new RequestEnvelope(inner.decode(rest), reply);
     },
   };
 }

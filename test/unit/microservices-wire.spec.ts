@@ -14,6 +14,7 @@ import {
   parseReply,
   replyFields,
   requestFields,
+  RequestEnvelope,
   RPC_FIELDS,
 } from '../../lib/microservices/rpc-wire';
 
@@ -28,21 +29,19 @@ function recordOf(flat: readonly string[]): Record<string, string> {
 describe('wire fields', () => {
   it('decodes a request into its payload and reply address, the request fields kept from the codec', () => {
     const fields = recordOf(['a', '1', 'b', '2', ...requestFields(address)]);
-    expect(envelopeCodec(fieldsCodec as never).decode(fields)).toEqual({
-      payload: { a: '1', b: '2' },
-      reply: address,
-    });
-    expect(envelopeCodec(jsonCodec).decode({ data: '{"n":1}', ...fields })).toEqual({
-      payload: { n: 1 },
-      reply: address,
-    });
+    const request = envelopeCodec(fieldsCodec as never).decode(fields);
+    expect(request).toBeInstanceOf(RequestEnvelope);
+    expect(request).toEqual({ payload: { a: '1', b: '2' }, reply: address });
+    const json = envelopeCodec(jsonCodec).decode({ data: '{"n":1}', ...fields });
+    expect(json).toBeInstanceOf(RequestEnvelope);
+    expect(json).toEqual({ payload: { n: 1 }, reply: address });
   });
 
-  it('decodes an event (no request fields) with no reply address', () => {
-    expect(envelopeCodec(jsonCodec).decode({ data: '[1]' })).toEqual({
-      payload: [1],
-      reply: undefined,
-    });
+  it("decodes an event (no request fields) to its payload alone, as the handler's codec does", () => {
+    expect(envelopeCodec(jsonCodec).decode({ data: '[1]' })).toEqual([1]);
+    expect(envelopeCodec(jsonCodec).decode({ data: '{"n":1}' })).not.toBeInstanceOf(
+      RequestEnvelope,
+    );
   });
 
   it('writes and reads back a value reply, an undefined one and an error reply', () => {
