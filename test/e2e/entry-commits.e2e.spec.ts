@@ -9,6 +9,8 @@
 import type { Redis } from 'ioredis';
 import type { CommandLink } from '../../lib/redis/connection/command-link';
 import { RedisEntryCommits, type CommitWrite } from '../../lib/redis/loop';
+
+type EntryCommitOf = Parameters<RedisEntryCommits['commit']>[3][number];
 import { ackedIdKey, checkpointKeyOf, newestIdKey } from '../../lib/redis/package-keys';
 import { openCommandLink } from '../support/command-links';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
@@ -126,6 +128,35 @@ describe('RedisEntryCommits', () => {
     expect(again).toEqual({ entryId: id, outcome: 'fenced', why: 'not pending' });
     expect(await admin.xlen('{src}:ledger')).toBe(1);
     expect(await admin.get('{src}:balance:a-1')).toBe('200');
+  });
+
+  it('fences each entry of one call on its own, among many of its consumer in hand', async () => {
+    const ids = await delivered(10);
+    await admin.xclaim(STREAM, GROUP, 'c2', 0, ids[2]); // a peer's now
+    await admin.xclaim(STREAM, GROUP, 'c1', 0, ids[4]); // delivered again: 2
+    await admin.xack(STREAM, GROUP, ids[6]); // no longer pending
+    const out = (i: number): EntryCommitOf => ({
+      entryId: ids[i],
+      deliveries: 1,
+      writes: [{ op: 'xadd', key: '{src}:out', fields: ['n', String(i)] }],
+    });
+    // not in stream order: the call's range is its lowest to its highest id
+    const verdicts = await commits.commit(STREAM, GROUP, 'c1', [9, 1, 2, 4, 6, 8].map(out));
+    expect(verdicts).toEqual([
+      { entryId: ids[9], outcome: 'committed' },
+      { entryId: ids[1], outcome: 'committed' },
+      { entryId: ids[2], outcome: 'fenced', why: 'owned by c2' },
+      { entryId: ids[4], outcome: 'fenced', why: 'delivered 2 times' },
+      { entryId: ids[6], outcome: 'fenced', why: 'not pending' },
+      { entryId: ids[8], outcome: 'committed' },
+    ]);
+    // two entries with three more of the consumer's between them: the range returns four rows
+    // (twice the entries), the last entry is past them, asked alone and committed all the same
+    const last = await commits.commit(STREAM, GROUP, 'c1', [0, 7].map(out));
+    expect(last.map((v) => v.outcome)).toEqual(['committed', 'committed']);
+    const written = await admin.xrange('{src}:out', '-', '+');
+    expect(written.map(([, fields]) => fields[1])).toEqual(['9', '1', '8', '0', '7']);
+    expect((await pending()).map(([id]) => id)).toEqual([ids[2], ids[3], ids[4], ids[5]]);
   });
 
   it('writes none of an entry whose write could not run, and leaves it pending', async () => {

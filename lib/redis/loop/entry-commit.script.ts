@@ -12,7 +12,10 @@ export const COMMIT_COUNTER_LIMIT = 1e15;
  * - **Fenced.** Before an entry's writes, XPENDING must show it pending with this consumer and the
  *   delivery count its handler saw: a reclaim by a peer (XCLAIM, XAUTOCLAIM) and a new partition
  *   owner's claim move the owner, a read of it again the count. An entry that fails the check
- *   writes nothing (its new owner commits it) and is not acked.
+ *   writes nothing (its new owner commits it) and is not acked. One XPENDING of this consumer's
+ *   rows from the lowest to the highest id of the call answers for most entries (an XPENDING per
+ *   entry cost ~1.5 µs of the server's CPU per entry, a tenth of the call); an entry not among its
+ *   rows (another consumer's, acked, or past the rows it returned) is asked alone.
  * - **All or nothing.** Redis does not roll a script back, so an entry's writes are checked before
  *   the first of them runs: HSET needs a hash or no key, XADD a stream or no key, INCRBY an integer
  *   text of at most 15 digits (exact in Lua's numbers) or no key, as the entry's earlier writes
@@ -29,7 +32,8 @@ export const COMMIT_COUNTER_LIMIT = 1e15;
  *   script does with an XACK.
  *
  * KEYS[1] the source stream, then every key written (an operation names its key by index).
- * ARGV[1] the group, ARGV[2] the consumer, ARGV[3] how many entries; then per entry its id, the
+ * ARGV[1] the group, ARGV[2] the consumer, ARGV[3] how many entries, ARGV[4] and ARGV[5] the
+ * lowest and the highest of their ids (stream order); then per entry its id, the
  * delivery count its handler saw, how many operations, then each operation: its name (`xadd`,
  * `set`, `seen`, `max`, `incrby`, `hset`, `del`), its key's index in KEYS, how many arguments, the
  * arguments (`xadd`: field, value, ...; `set`, `seen` and `max`: value and PX ms, `0` for none;
@@ -138,14 +142,22 @@ local function skip(at, count)
   return at
 end
 
+-- this consumer's pending rows of the call's id range, by id (twice the entries: rows of its
+-- other entries in hand may lie between them; an entry past the rows returned is asked alone)
+local entries = tonumber(ARGV[3])
+local mine = {}
+for _, row in ipairs(redis.call('XPENDING', stream, group, ARGV[4], ARGV[5], 2 * entries, consumer)) do
+  mine[row[1]] = row
+end
+
 local verdicts = {}
 local acked = {}
-local at = 4
-for e = 1, tonumber(ARGV[3]) do
+local at = 6
+for e = 1, entries do
   local id, deliveries, count = ARGV[at], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
   local ops = at + 3
   at = skip(ops, count)
-  local row = redis.call('XPENDING', stream, group, id, id, 1)[1]
+  local row = mine[id] or redis.call('XPENDING', stream, group, id, id, 1)[1]
   if not row then
     verdicts[e] = 'fenced:not pending'
   elseif row[2] ~= consumer then

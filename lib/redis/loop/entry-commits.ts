@@ -1,3 +1,4 @@
+import { compareEntryIds } from '../../codec/entry-id';
 import type { CommandLink } from '../connection';
 import { ackedIdKey, newestIdKey } from '../package-keys';
 import type { AlongAck, SkipRecord } from './ack-roles';
@@ -37,7 +38,13 @@ export class RedisEntryCommits implements EntryCommits {
       if (index === undefined) keys.set(key, (index = keys.size + 1));
       return index;
     };
-    const argv: Array<string | number> = [group, consumer, entries.length];
+    let lowest = entries[0].entryId;
+    let highest = lowest;
+    for (const { entryId } of entries) {
+      if (compareEntryIds(entryId, lowest) < 0) lowest = entryId;
+      if (compareEntryIds(entryId, highest) > 0) highest = entryId;
+    }
+    const argv: Array<string | number> = [group, consumer, entries.length, lowest, highest];
     for (const { entryId, deliveries, writes, records = [] } of entries) {
       argv.push(entryId, deliveries, writes.length + records.length);
       for (const write of writes) argv.push(...operationOf(write, indexOf(write.key)));
