@@ -11,12 +11,50 @@ export function entryIdMs(entryId: string): number {
   return Number(match[1]);
 }
 
-/** Orders stream entry ids as the server does (by ms, then seq): negative when `a` is older. */
+/**
+ * Orders stream entry ids as the server does (by ms, then seq; an ms-only id's seq is 0): negative
+ * when `a` is older. The parts are compared as decimal texts, exact at any size and with nothing
+ * allocated (an exactly-once commit orders every entry of a call: BigInts cost ~0.4 KB of garbage
+ * per entry there).
+ */
 export function compareEntryIds(a: string, b: string): number {
-  const [aMs, aSeq] = split(a);
-  const [bMs, bSeq] = split(b);
-  if (aMs !== bMs) return aMs < bMs ? -1 : 1;
-  if (aSeq !== bSeq) return aSeq < bSeq ? -1 : 1;
+  const aDash = a.indexOf('-');
+  const bDash = b.indexOf('-');
+  const aMsEnd = aDash < 0 ? a.length : aDash;
+  const bMsEnd = bDash < 0 ? b.length : bDash;
+  return (
+    compareDecimals(a, 0, aMsEnd, b, 0, bMsEnd) ||
+    compareDecimals(
+      a,
+      aDash < 0 ? a.length : aDash + 1,
+      a.length,
+      b,
+      bDash < 0 ? b.length : bDash + 1,
+      b.length,
+    )
+  );
+}
+
+/**
+ * Orders the decimal texts `x[xFrom, xTo)` and `y[yFrom, yTo)` by value (an empty one is 0):
+ * leading zeros skipped, then the longer is greater, then the first digit that differs decides.
+ */
+function compareDecimals(
+  x: string,
+  xFrom: number,
+  xTo: number,
+  y: string,
+  yFrom: number,
+  yTo: number,
+): number {
+  while (xFrom < xTo && x.charCodeAt(xFrom) === 48) xFrom++;
+  while (yFrom < yTo && y.charCodeAt(yFrom) === 48) yFrom++;
+  const length = xTo - xFrom - (yTo - yFrom);
+  if (length !== 0) return length < 0 ? -1 : 1;
+  for (; xFrom < xTo; xFrom++, yFrom++) {
+    const digit = x.charCodeAt(xFrom) - y.charCodeAt(yFrom);
+    if (digit !== 0) return digit < 0 ? -1 : 1;
+  }
   return 0;
 }
 
