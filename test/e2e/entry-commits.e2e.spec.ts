@@ -8,9 +8,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { CommandLink } from '../../lib/redis/connection/command-link';
-import { RedisEntryCommits, type CommitWrite } from '../../lib/redis/loop';
-
-type EntryCommitOf = Parameters<RedisEntryCommits['commit']>[3][number];
+import { RedisEntryCommits, type CommitWrite, type EntryCommit } from '../../lib/redis/loop';
 import { ackedIdKey, checkpointKeyOf, newestIdKey } from '../../lib/redis/package-keys';
 import { openCommandLink } from '../support/command-links';
 import { RedisServer, stopAllRedisServers } from '../support/redis-server';
@@ -135,7 +133,7 @@ describe('RedisEntryCommits', () => {
     await admin.xclaim(STREAM, GROUP, 'c2', 0, ids[2]); // a peer's now
     await admin.xclaim(STREAM, GROUP, 'c1', 0, ids[4]); // delivered again: 2
     await admin.xack(STREAM, GROUP, ids[6]); // no longer pending
-    const out = (i: number): EntryCommitOf => ({
+    const out = (i: number): EntryCommit => ({
       entryId: ids[i],
       deliveries: 1,
       writes: [{ op: 'xadd', key: '{src}:out', fields: ['n', String(i)] }],

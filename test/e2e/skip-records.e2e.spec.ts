@@ -2,9 +2,8 @@
  * The skip records' script on a real server (lib/redis/loop/skip-records.script.ts, docs/delivery.md
  * "Duplicates and stale replays"): the XACK, the records written with it (`dedup` values are the
  * branded ids their keys name, `newerWins` a compare-and-set), and the look-up (one MGET) reading
- * them back; under RESP2 and both RESP3 mappings, for stream
- * and group names of more than one byte per character, past the 1,000-argument chunks, after a
- * SCRIPT FLUSH (EVAL on NOSCRIPT).
+ * them back; under RESP2 and both RESP3 mappings, for stream and group names of more than one
+ * byte per character, past the 1,000-argument chunks, after a SCRIPT FLUSH (EVAL on NOSCRIPT).
  */
 import type { Redis, RedisOptions } from 'ioredis';
 import { ackedIdKey, keyInSlotOf, newestIdKey } from '../../lib/redis/package-keys';
