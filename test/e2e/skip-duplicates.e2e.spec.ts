@@ -162,6 +162,40 @@ describe('dedup', () => {
     expect(consumer.snapshot().totalDuplicates).toBe(ids.length);
   });
 
+  it('a backlog with each copy two reads after its id, handlers that never yield: every id runs once (the copies are looked up two reads ahead, before their twins are handled)', async () => {
+    const stream = fresh();
+    const batchSize = 10;
+    const ids: string[] = [];
+    // per round: a batch of originals, a batch of other ids, then the originals' copies. The
+    // handler never yields, so a read's reply is read between batches: the copies' read lands
+    // (and is looked up) while the originals wait to be handled or for their XACK
+    const pipeline = redis.pipeline();
+    for (let b = 0; b < 20; b++) {
+      const batch = Array.from({ length: batchSize }, (_, i) => `order-${b}-${i}`);
+      const others = Array.from({ length: batchSize }, (_, i) => `other-${b}-${i}`);
+      for (const id of [...batch, ...others]) pipeline.xadd(stream, '*', 'id', id, 'data', '{}');
+      for (const id of batch) pipeline.xadd(stream, '*', 'id', id, 'data', '{"copy":true}');
+      ids.push(...batch, ...others);
+    }
+    await pipeline.exec();
+    const runs = new Map<string, number>();
+    const { consumer } = start({
+      stream,
+      group: 'g',
+      options: { dedup: true, batchSize, minIdleMs: 10_000 },
+      handle: (m) => void runs.set(m.id, (runs.get(m.id) ?? 0) + 1),
+    });
+    const total = ids.length + 20 * batchSize;
+    await waitFor(() => consumer.snapshot().totalAcked === total, {
+      timeoutMs: 30_000,
+      message: 'every entry acked',
+    });
+    await acked(stream, 'g', total);
+    expect([...runs].filter(([, count]) => count > 1)).toEqual([]);
+    expect([...runs.keys()].sort()).toEqual([...ids].sort());
+    expect(consumer.snapshot().totalDuplicates).toBe(20 * batchSize);
+  });
+
   it('only acked entries count: a dead-lettered entry redriven under its id runs again', async () => {
     const stream = fresh();
     const seen: Array<{ id: string; v: number }> = [];

@@ -287,10 +287,10 @@ describe('Delivery', () => {
     expect(acks.take()).toHaveLength(2);
   });
 
-  it('prepare: the next read sent ahead lands before the one taken is handled; each keeps its own look-up, a third makes the oldest go', async () => {
+  it('prepare: the reads sent ahead land before the one taken is handled; each keeps its own look-up, a fourth makes the oldest go', async () => {
     const rules = skipRulesOf({ dedup: true, newerWins: null }) as SkipRules;
     const { fake, delivery } = setUp(() => undefined, {}, undefined, rules);
-    fake.seedJson(S, 10);
+    fake.seedJson(S, 20);
     const first = await fake.readGroup(S, G, C, 2, '>');
     const second = await fake.readGroup(S, G, C, 2, '>');
     const third = await fake.readGroup(S, G, C, 2, '>');
@@ -301,10 +301,18 @@ describe('Delivery', () => {
     expect(fake.callsOf('readRecords')).toHaveLength(2); // one each, as they landed
     delivery.prepare(third);
     delivery.prepare(await fake.readGroup(S, G, C, 2, '>'));
-    delivery.prepare(await fake.readGroup(S, G, C, 2, '>')); // `third` makes way
+    delivery.prepare(await fake.readGroup(S, G, C, 2, '>')); // two sent ahead of `third`
     expect(fake.callsOf('readRecords')).toHaveLength(5);
     await delivery.process(third, null);
-    expect(fake.callsOf('readRecords')).toHaveLength(6); // looked up again, on its own
+    expect(fake.callsOf('readRecords')).toHaveLength(5); // its own look-up was kept
+    const fourth = await fake.readGroup(S, G, C, 2, '>');
+    delivery.prepare(fourth);
+    delivery.prepare(await fake.readGroup(S, G, C, 2, '>'));
+    delivery.prepare(await fake.readGroup(S, G, C, 2, '>'));
+    delivery.prepare(await fake.readGroup(S, G, C, 2, '>')); // `fourth` makes way
+    expect(fake.callsOf('readRecords')).toHaveLength(9);
+    await delivery.process(fourth, null);
+    expect(fake.callsOf('readRecords')).toHaveLength(10); // looked up again, on its own
   });
 
   it('prepare does nothing without a skip filter, and a read other than the prepared one is looked up on its own', async () => {

@@ -4,7 +4,7 @@ import { ReadAhead } from '../../lib/consumer/read/read-ahead';
 import { FakeStreamsClient } from '../support/fake-streams-client';
 import { C, G, S, manualClock, testLoop, tick } from '../support/loop-context';
 
-function setUp(partition?: { index: number; generation: number }) {
+function setUp(partition?: { index: number; generation: number }, depth?: number) {
   const clock = manualClock();
   const loop = testLoop({ batchSize: 2, minIdleMs: 1000 }, clock.now);
   const context = partition ? { ...loop.context, partition } : loop.context;
@@ -20,6 +20,7 @@ function setUp(partition?: { index: number; generation: number }) {
     settlement: {
       release: async (ids, counts, what) => void released.push({ ids: [...ids], what, counts }),
     },
+    depth,
   });
   return { clock, fake, heartbeat, ahead, released, drains: () => drains };
 }
@@ -29,7 +30,7 @@ describe('ReadAhead', () => {
     const { fake, ahead } = setUp();
     const ids = fake.seedJson(S, 3);
     expect(ahead.inFlight).toBe(false);
-    ahead.start();
+    ahead.fill();
     expect(ahead.inFlight).toBe(true);
     expect(fake.callsOf('readGroup').map((c) => c.args)).toEqual([
       [S, G, C, 2, '>', undefined, undefined, 1000],
@@ -42,7 +43,7 @@ describe('ReadAhead', () => {
   it('entries read ahead are kept claimed by the heartbeat until taken', async () => {
     const { clock, fake, heartbeat, ahead } = setUp();
     const ids = fake.seedJson(S, 2);
-    ahead.start();
+    ahead.fill();
     await tick();
     clock.advance(600);
     await heartbeat.tick();
@@ -56,7 +57,7 @@ describe('ReadAhead', () => {
   it('a read that failed asks for a drain of the own PEL (its reply may have delivered entries)', async () => {
     const { fake, ahead, drains } = setUp();
     fake.fail('readGroup');
-    ahead.start();
+    ahead.fill();
     await tick();
     expect(drains()).toBe(1);
     expect(await ahead.takeQuietly()).toEqual([]);
@@ -67,7 +68,7 @@ describe('ReadAhead', () => {
     const ids = fake.seedJson(S, 2);
     await ahead.release(); // nothing in flight: nothing to do
     expect(released).toEqual([]);
-    ahead.start();
+    ahead.fill();
     await ahead.release();
     expect(released).toEqual([{ ids, what: 'read-ahead', counts: null }]);
   });
@@ -85,7 +86,7 @@ describe('ReadAhead', () => {
       health: { drainNeeded: () => undefined },
       settlement: { release: async (ids, counts) => void released.push([ids, counts]) },
     });
-    ahead.start();
+    ahead.fill();
     await ahead.release();
     expect(released).toEqual([
       [
@@ -101,8 +102,50 @@ describe('ReadAhead', () => {
   it("a partition's read ahead claims nothing along: its dead owner's entries come through the sweep", async () => {
     const { fake, ahead } = setUp({ index: 3, generation: 1 });
     fake.seedJson(S, 1);
-    ahead.start();
+    ahead.fill();
     expect(fake.callsOf('readGroup')[0].args[7]).toBeUndefined();
     await ahead.take();
+  });
+  it('depth 2 (a skip look-up): fill keeps two reads in flight, taken in the order sent; the heartbeat holds what both delivered until each is taken', async () => {
+    const { clock, fake, heartbeat, ahead } = setUp(undefined, 2);
+    const ids = fake.seedJson(S, 5);
+    ahead.fill();
+    expect(fake.callsOf('readGroup')).toHaveLength(2);
+    ahead.fill(); // two in flight already: nothing more goes out
+    expect(fake.callsOf('readGroup')).toHaveLength(2);
+    await tick();
+    clock.advance(600);
+    await heartbeat.tick();
+    expect(fake.callsOf('touch').map((c) => c.args[3])).toEqual([ids.slice(0, 4)]);
+    expect((await ahead.take()).map((e) => e.entryId)).toEqual(ids.slice(0, 2));
+    expect(ahead.inFlight).toBe(true);
+    ahead.fill(); // tops up to two again
+    expect(fake.callsOf('readGroup')).toHaveLength(3);
+    await tick();
+    clock.advance(600);
+    await heartbeat.tick();
+    expect(fake.callsOf('touch').map((c) => c.args[3])[1]).toEqual(ids.slice(2, 5));
+    expect((await ahead.take()).map((e) => e.entryId)).toEqual(ids.slice(2, 4));
+    expect((await ahead.take()).map((e) => e.entryId)).toEqual(ids.slice(4, 5));
+    expect(ahead.inFlight).toBe(false);
+    clock.advance(600);
+    await heartbeat.tick();
+    expect(fake.callsOf('touch')).toHaveLength(2);
+  });
+
+  it('depth 2: a stop releases the entries of every read in flight, and takeQuietly hands over all of them', async () => {
+    const { fake, ahead, released } = setUp(undefined, 2);
+    const ids = fake.seedJson(S, 4);
+    ahead.fill();
+    await ahead.release();
+    expect(released).toEqual([
+      { ids: ids.slice(0, 2), what: 'read-ahead', counts: null },
+      { ids: ids.slice(2, 4), what: 'read-ahead', counts: null },
+    ]);
+    expect(ahead.inFlight).toBe(false);
+    const more = fake.seedJson(S, 3);
+    ahead.fill();
+    expect((await ahead.takeQuietly()).map((e) => e.entryId)).toEqual(more);
+    expect(ahead.inFlight).toBe(false);
   });
 });

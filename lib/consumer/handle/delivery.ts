@@ -11,7 +11,13 @@ import type {
   ClaimedBatch,
   LoopContext,
 } from '../context';
-import { readCounts, triage, type TriagedRead, type TriageRules } from '../read';
+import {
+  LOOK_UP_READS_AHEAD,
+  readCounts,
+  triage,
+  type TriagedRead,
+  type TriageRules,
+} from '../read';
 import type { HandlerRunner } from './handler-runner';
 import type { Heartbeat, LoopHealth, SweepPace } from '../health';
 import type { StartLimiter } from '../limits';
@@ -59,8 +65,8 @@ export interface InHand {
   readonly counts: ReadonlyMap<string, number> | null;
 }
 
-/** How many prepared reads are kept: the one taken and the one sent after it. */
-const PREPARED_KEPT = 2;
+/** How many prepared reads are kept: the one taken and those sent ahead after it. */
+const PREPARED_KEPT = 1 + LOOK_UP_READS_AHEAD;
 
 /** A read sent ahead, sorted and its skip look-up made when it landed ({@link Delivery.prepare}). */
 interface PreparedRead {
@@ -78,8 +84,8 @@ interface PreparedRead {
 export class Delivery {
   private current: InHand | null = null;
   /**
-   * Reads sent ahead and prepared, until they are handled: the one taken now and the next one,
-   * whose reply lands before the one taken is handled.
+   * Reads sent ahead and prepared, until they are handled: the one taken now and those sent after
+   * it, whose replies land before the one taken is handled.
    */
   private readonly prepared: PreparedRead[] = [];
   /** How reads are sorted (one object for every read of the loop). */

@@ -19,6 +19,7 @@ import {
   PauseGate,
   NEVER_PAUSED,
   PauseWatch,
+  LOOK_UP_READS_AHEAD,
   ReadAhead,
 } from '../read';
 import { Checkpoints, Delivery, HandlerRunner } from '../handle';
@@ -261,8 +262,10 @@ export function wireLoop(config: StreamConsumerConfig): LoopParts {
     heartbeat,
     health,
     settlement,
-    // dedup / newerWins: its entries are sorted and looked up the moment they land
+    // dedup / newerWins: its entries are sorted and looked up the moment they land, two reads
+    // ahead so that a look-up is answered while the batch before its read is handled
     landed: skips ? (entries): void => delivery.prepare(entries) : undefined,
+    depth: skips ? LOOK_UP_READS_AHEAD : 1,
   });
   const parked = new ParkedRead(
     config.reader ??

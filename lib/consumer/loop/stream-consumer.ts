@@ -102,7 +102,7 @@ export class StreamConsumer {
     const { context, health, pace, pause, pel, retries, acks, readAhead, delivery } = this.loop;
     // Redis answered a step of this beat before the read (evidence enough to show 'running')
     let answered = false;
-    if (readAhead.inFlight && (health.mustPrepare || pace.due() || pause.due())) {
+    while (readAhead.inFlight && (health.mustPrepare || pace.due() || pause.due())) {
       // settle what was read ahead before a PEL drain (it would read them again), a sweep or a
       // pause (entries in hand finish)
       const entries = await readAhead.take();
@@ -154,7 +154,7 @@ export class StreamConsumer {
     // the acks: the server answers it first, and the loop reads it while the acks' script runs
     const full = (entries: readonly RawEntry[]): boolean =>
       entries.length >= batchSize && !limiter.limits && !context.isStopping();
-    if (ahead?.status === 'fulfilled' && full(ahead.value)) readAhead.start();
+    if (ahead?.status === 'fulfilled' && full(ahead.value)) readAhead.fill();
     // the acks of the last beat's batch were sent ahead: their reply is in by now, mostly
     // (recovering from a Redis error, the beat waits for its own instead: it proves Redis healthy
     // only once they are in)
@@ -172,7 +172,7 @@ export class StreamConsumer {
       const entries = readResult.value;
       limiter.readDone(starts, entries.length);
       if (entries.length > 0) {
-        if (ahead === null && full(entries)) readAhead.start();
+        if (ahead === null && full(entries)) readAhead.fill();
         await delivery.process(entries, null, starts.window);
       }
     } else {
