@@ -49,6 +49,7 @@ async function pendingRows(redis: Redis, stream: string, group: string): Promise
 async function releaseMidBatch(
   server: RedisServer,
   stream: string,
+  extra: { dedup?: boolean } = {},
 ): Promise<{ a: InProcessLoop; ids: string[]; released: PendingRow[] }> {
   const redis = server.client();
   const ids = await publish(redis, stream, 20);
@@ -57,7 +58,7 @@ async function releaseMidBatch(
     stream,
     group: 'g',
     consumer: 'a',
-    options: STRICT,
+    options: { ...STRICT, ...extra },
     handle: () => sleep(150),
   });
   await waitFor(() => a.handled.length >= 1, { message: 'a handled its first entry' });
@@ -87,6 +88,32 @@ describe('entries released at a graceful stop are not charged the read that neve
     for (const h of b.handled) expect(h.attempts).toBe(1);
     // what the peer saw in XPENDING: the read that never reached a handler was not charged
     expect(released.map((r) => r[3])).toEqual(released.map(() => 0));
+  });
+
+  it('with dedup (two reads sent ahead) both reads ahead go back uncharged; a live peer handles every entry once', async () => {
+    const server = await RedisServer.start();
+    const redis = server.client();
+    const stream = fresh('dedup');
+    const { a, ids, released } = await releaseMidBatch(server, stream, { dedup: true });
+    // the rest of the first batch (at most 4) and both batches read ahead (5 + 5): more than
+    // the rest and one read ahead could be
+    expect(released.length).toBeGreaterThan(9);
+    expect(released.map((r) => r[3])).toEqual(released.map(() => 0));
+    const b = startLoop({
+      url: server.url,
+      stream,
+      group: 'g',
+      consumer: 'b',
+      options: { ...STRICT, dedup: true },
+    });
+    await waitFor(async () => (await pendingCount(redis, stream, 'g')) === 0, {
+      message: 'nothing pending',
+    });
+    await sleep(300);
+    expect(await redis.xlen(`${stream}:dlq`)).toBe(0);
+    const handled = [...a.handled, ...b.handled].map((h) => h.entryId).sort();
+    expect(handled).toEqual([...ids].sort());
+    for (const h of b.handled) expect(h.attempts).toBe(1);
   });
 
   it('a restart under the same consumer name (own-PEL drain) handles them too', async () => {
