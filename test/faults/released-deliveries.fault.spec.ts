@@ -67,6 +67,27 @@ async function releaseMidBatch(
   return { a, ids, released };
 }
 
+/**
+ * Once `second` took over from `first`: nothing pending, nothing dead-lettered, every id of
+ * `ids` handled once between them, each by `second` on its first attempt.
+ */
+async function expectEachHandledOnce(
+  redis: Redis,
+  stream: string,
+  ids: readonly string[],
+  first: InProcessLoop,
+  second: InProcessLoop,
+): Promise<void> {
+  await waitFor(async () => (await pendingCount(redis, stream, 'g')) === 0, {
+    message: 'nothing pending',
+  });
+  await sleep(300);
+  expect(await redis.xlen(`${stream}:dlq`)).toBe(0);
+  const handled = [...first.handled, ...second.handled].map((h) => h.entryId).sort();
+  expect(handled).toEqual([...ids].sort());
+  for (const h of second.handled) expect(h.attempts).toBe(1);
+}
+
 describe('entries released at a graceful stop are not charged the read that never reached a handler', () => {
   it('a live peer (maxDeliveries 1) handles every released entry; none is dead-lettered unhandled', async () => {
     const server = await RedisServer.start();
@@ -78,14 +99,7 @@ describe('entries released at a graceful stop are not charged the read that neve
     expect(a.logger.has(/released \d+ (unstarted|read-ahead) entries/)).toBe(true);
 
     const b = startLoop({ url: server.url, stream, group: 'g', consumer: 'b', options: STRICT });
-    await waitFor(async () => (await pendingCount(redis, stream, 'g')) === 0, {
-      message: 'nothing pending',
-    });
-    await sleep(300);
-    expect(await redis.xlen(`${stream}:dlq`)).toBe(0);
-    const handled = [...a.handled, ...b.handled].map((h) => h.entryId).sort();
-    expect(handled).toEqual([...ids].sort());
-    for (const h of b.handled) expect(h.attempts).toBe(1);
+    await expectEachHandledOnce(redis, stream, ids, a, b);
     // what the peer saw in XPENDING: the read that never reached a handler was not charged
     expect(released.map((r) => r[3])).toEqual(released.map(() => 0));
   });
@@ -106,14 +120,7 @@ describe('entries released at a graceful stop are not charged the read that neve
       consumer: 'b',
       options: { ...STRICT, dedup: true },
     });
-    await waitFor(async () => (await pendingCount(redis, stream, 'g')) === 0, {
-      message: 'nothing pending',
-    });
-    await sleep(300);
-    expect(await redis.xlen(`${stream}:dlq`)).toBe(0);
-    const handled = [...a.handled, ...b.handled].map((h) => h.entryId).sort();
-    expect(handled).toEqual([...ids].sort());
-    for (const h of b.handled) expect(h.attempts).toBe(1);
+    await expectEachHandledOnce(redis, stream, ids, a, b);
   });
 
   it('a restart under the same consumer name (own-PEL drain) handles them too', async () => {
@@ -130,14 +137,7 @@ describe('entries released at a graceful stop are not charged the read that neve
       consumer: 'a',
       options: STRICT,
     });
-    await waitFor(async () => (await pendingCount(redis, stream, 'g')) === 0, {
-      message: 'nothing pending',
-    });
-    await sleep(300);
-    expect(await redis.xlen(`${stream}:dlq`)).toBe(0);
-    const handled = [...a.handled, ...again.handled].map((h) => h.entryId).sort();
-    expect(handled).toEqual([...ids].sort());
-    for (const h of again.handled) expect(h.attempts).toBe(1);
+    await expectEachHandledOnce(redis, stream, ids, a, again);
   });
 });
 
