@@ -20,6 +20,8 @@
 //   beside, steadier than entries/s where other work shares the machine; BENCH_NODE_ARGS
 //   ('--cpu-prof --cpu-prof-dir=DIR', space-separated): extra node flags of each drain's child;
 // - memory: MEMORY USAGE summed over the index / record keys, per 1,000 ids (keys for newerWins).
+// BENCH_EO_PARTS (publish,drain,memory): the parts run; BENCH_EO_VARIANTS: the drains run (plain
+// always, the others of plain,dedup,newerWins,stage,exactlyOnce named).
 // Rounds rotate the order; each figure is the median of its rounds.
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
@@ -43,6 +45,10 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const N = Number(process.env.BENCH_N ?? 50_000);
 const DRAIN_ROUNDS = Number(process.env.BENCH_DRAIN_ROUNDS ?? Math.max(5, ROUNDS));
 const KEYS = 1000;
+const PARTS = new Set((process.env.BENCH_EO_PARTS ?? 'publish,drain,memory').split(','));
+const VARIANTS = ['plain', 'dedup', 'newerWins', 'stage', 'exactlyOnce'].filter(
+  (v) => v === 'plain' || (process.env.BENCH_EO_VARIANTS ?? v).split(',').includes(v),
+);
 /** Extra node flags of each drain's child (BENCH_NODE_ARGS, space-separated: --cpu-prof ...). */
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const rotate = (list, r) => list.map((_, i) => list[(i + r) % list.length]);
@@ -99,123 +105,132 @@ try {
     ['publish, concurrency 16', (idem) => publishRate(idem, 16)],
     ['publishMany x100, one caller', (idem) => manyRate(idem)],
   ];
-  const published = new Map(publishCases.map(([name]) => [name, { plain: [], idem: [] }]));
-  for (let r = 0; r < ROUNDS; r++) {
-    for (const [name, run] of publishCases) {
-      for (const idem of rotate([false, true], r)) {
-        published.get(name)[idem ? 'idem' : 'plain'].push(await run(idem));
+  if (PARTS.has('publish')) {
+    const published = new Map(publishCases.map(([name]) => [name, { plain: [], idem: [] }]));
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const [name, run] of publishCases) {
+        for (const idem of rotate([false, true], r)) {
+          published.get(name)[idem ? 'idem' : 'plain'].push(await run(idem));
+        }
       }
+      await admin.flushall(); // streams and index keys of this round
     }
-    await admin.flushall(); // streams and index keys of this round
-  }
-  console.log(
-    '\npublish (entries/s, median [min-max] of rounds): plain | idempotent | ratio of medians',
-  );
-  for (const [name, { plain, idem }] of published) {
-    const ratioOf = ratio(median(idem), median(plain));
-    console.log(`  ${name}: ${spread(plain)} | ${spread(idem)} | ${ratioOf}x`);
+    console.log(
+      '\npublish (entries/s, median [min-max] of rounds): plain | idempotent | ratio of medians',
+    );
+    for (const [name, { plain, idem }] of published) {
+      const ratioOf = ratio(median(idem), median(plain));
+      console.log(`  ${name}: ${spread(plain)} | ${spread(idem)} | ${ratioOf}x`);
+    }
   }
 
   // ---- drain ---------------------------------------------------------------------------------
-  const STREAM = 'drain';
-  for (let i = 0; i < N; i += 500) {
-    const pipeline = admin.pipeline();
-    for (let j = i; j < Math.min(N, i + 500); j++) {
-      const data = JSON.stringify({ ...makePayload(j), account: `acct-${j % KEYS}` });
-      pipeline.xadd(STREAM, '*', 'id', brandedId(), 'data', data);
+  if (PARTS.has('drain')) {
+    const STREAM = 'drain';
+    for (let i = 0; i < N; i += 500) {
+      const pipeline = admin.pipeline();
+      for (let j = i; j < Math.min(N, i + 500); j++) {
+        const data = JSON.stringify({ ...makePayload(j), account: `acct-${j % KEYS}` });
+        pipeline.xadd(STREAM, '*', 'id', brandedId(), 'data', data);
+      }
+      await pipeline.exec();
     }
-    await pipeline.exec();
-  }
-  // the skip variants and the pipeline stages: a handler with no output (plain), one that awaits
-  // StreamProducer.publish (stage, at-least-once) and one that writes through m.tx (exactlyOnce)
-  const variants = ['plain', 'dedup', 'newerWins', 'stage', 'exactlyOnce'];
-  const drained = new Map(variants.map((v) => [v, []]));
-  const foreign = [];
-  for (let r = 0; r < DRAIN_ROUNDS; r++) {
-    for (const variant of rotate(variants, r)) {
-      const group = `${variant}-${r}`;
-      await admin.xgroup('CREATE', STREAM, group, '0');
-      const window = foreignCpuWindow(redis.pid);
-      const result = await drain(STREAM, group, variant);
-      const share = window.end(result.procCpuSeconds);
-      if (share !== null) foreign.push(share);
-      drained.get(variant).push(result);
+    // the skip variants and the pipeline stages: a handler with no output (plain), one that awaits
+    // StreamProducer.publish (stage, at-least-once) and one that writes through m.tx (exactlyOnce)
+    const variants = VARIANTS;
+    const drained = new Map(variants.map((v) => [v, []]));
+    const foreign = [];
+    for (let r = 0; r < DRAIN_ROUNDS; r++) {
+      for (const variant of rotate(variants, r)) {
+        const group = `${variant}-${r}`;
+        await admin.xgroup('CREATE', STREAM, group, '0');
+        const window = foreignCpuWindow(redis.pid);
+        const result = await drain(STREAM, group, variant);
+        const share = window.end(result.procCpuSeconds);
+        if (share !== null) foreign.push(share);
+        drained.get(variant).push(result);
+      }
     }
-  }
-  const ratesOf = (variant) => drained.get(variant).map((d) => d.rate);
-  const perEntry = (variant, field) => median(drained.get(variant).map((d) => d[field]));
-  console.log(
-    '\ndrain (entries/s, median [min-max] of rounds): figure | ratio to plain: median of the ' +
-      "rounds' ratios [min-max], ratio of medians | CPU µs per entry: node, redis-server",
-  );
-  const plainRates = ratesOf('plain');
-  for (const variant of variants) {
-    const rates = ratesOf(variant);
-    const paired = rates.map((rate, r) => rate / plainRates[r]);
-    const ratios =
-      variant === 'plain'
-        ? '1.00x'
-        : `${median(paired).toFixed(2)}x [${Math.min(...paired).toFixed(2)}-` +
-          `${Math.max(...paired).toFixed(2)}], ${ratio(median(rates), median(plainRates))}x`;
+    const ratesOf = (variant) => drained.get(variant).map((d) => d.rate);
+    const perEntry = (variant, field) => median(drained.get(variant).map((d) => d[field]));
     console.log(
-      `  ${variant}: ${spread(rates)} | ${ratios} | ` +
-        `${perEntry(variant, 'nodeCpuUs').toFixed(1)}, ${perEntry(variant, 'redisCpuUs').toFixed(1)}`,
+      '\ndrain (entries/s, median [min-max] of rounds): figure | ratio to plain: median of the ' +
+        "rounds' ratios [min-max], ratio of medians | CPU µs per entry: node, redis-server",
     );
+    const plainRates = ratesOf('plain');
+    for (const variant of variants) {
+      const rates = ratesOf(variant);
+      const paired = rates.map((rate, r) => rate / plainRates[r]);
+      const ratios =
+        variant === 'plain'
+          ? '1.00x'
+          : `${median(paired).toFixed(2)}x [${Math.min(...paired).toFixed(2)}-` +
+            `${Math.max(...paired).toFixed(2)}], ${ratio(median(rates), median(plainRates))}x`;
+      console.log(
+        `  ${variant}: ${spread(rates)} | ${ratios} | ` +
+          `${perEntry(variant, 'nodeCpuUs').toFixed(1)}, ${perEntry(variant, 'redisCpuUs').toFixed(1)}`,
+      );
+    }
+    // exactly once as SPEC'd: against the same stage at-least-once, and against no output
+    if (drained.has('stage') && drained.has('exactlyOnce')) {
+      const stageRates = ratesOf('stage');
+      const exactRates = ratesOf('exactlyOnce');
+      const pairedTo = (base) => exactRates.map((rate, r) => rate / base[r]);
+      const describe = (xs) =>
+        `${median(xs).toFixed(2)}x [${Math.min(...xs).toFixed(2)}-${Math.max(...xs).toFixed(2)}]`;
+      console.log(
+        `  exactlyOnce stage: ${describe(pairedTo(stageRates))} the at-least-once stage ` +
+          `(awaited publish), ${describe(pairedTo(plainRates))} a stage with no output`,
+      );
+    }
+    if (foreign.length > 0)
+      console.log(
+        `  (other work on the machine meanwhile: ${Math.round(median(foreign) * 100)}% of its CPU, ` +
+          `median of the drains)`,
+      );
   }
-  // exactly once as SPEC'd: against the same stage at-least-once, and against no output
-  const stageRates = ratesOf('stage');
-  const exactRates = ratesOf('exactlyOnce');
-  const pairedTo = (base) => exactRates.map((rate, r) => rate / base[r]);
-  const describe = (xs) =>
-    `${median(xs).toFixed(2)}x [${Math.min(...xs).toFixed(2)}-${Math.max(...xs).toFixed(2)}]`;
-  console.log(
-    `  exactlyOnce stage: ${describe(pairedTo(stageRates))} the at-least-once stage ` +
-      `(awaited publish), ${describe(pairedTo(plainRates))} a stage with no output`,
-  );
-  if (foreign.length > 0)
-    console.log(
-      `  (other work on the machine meanwhile: ${Math.round(median(foreign) * 100)}% of its CPU, ` +
-        `median of the drains)`,
-    );
 
   // ---- memory --------------------------------------------------------------------------------
-  const usedMemory = async () => Number(/^used_memory:(\d+)/m.exec(await admin.info('memory'))[1]);
-  await producer.publish('memory', payload); // the stream exists before the measure
-  const streamBefore = Number(await admin.call('MEMORY', 'USAGE', 'memory'));
-  const usedBefore = await usedMemory();
-  await producer.publishMany(
-    'memory',
-    Array.from({ length: 1000 }, () => payload),
-    { idempotent: true },
-  );
-  const streamGrowth = Number(await admin.call('MEMORY', 'USAGE', 'memory')) - streamBefore;
-  const indexUsed = (await usedMemory()) - usedBefore - streamGrowth;
-  const perThousand = async (pattern, count) => {
-    let cursor = '0';
-    let bytes = 0;
-    let keys = 0;
-    do {
-      const [next, found] = await admin.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-      cursor = next;
-      for (const key of found) {
-        bytes += Number(await admin.call('MEMORY', 'USAGE', key));
-        keys++;
-      }
-    } while (cursor !== '0');
-    return { bytes: (bytes * 1000) / count, keys };
-  };
-  const idem = await perThousand('{memory}:echo-idem:*', 1000);
-  const dedup = await perThousand(`{${STREAM}}:echo-dedup::dedup-0:*`, N);
-  const newest = await perThousand(`{${STREAM}}:echo-newest::newerWins-0:*`, KEYS);
-  console.log('\nmemory (MEMORY USAGE of the keys, 24-character branded ids):');
-  console.log(
-    `  idempotent publish index: ${fmt(idem.bytes)} bytes per 1,000 ids (${idem.keys} keys); ` +
-      `used_memory grew ${fmt(indexUsed)} bytes beyond the stream's own growth (keyspace and expiry tables included)`,
-  );
-  console.log(`  dedup records: ${fmt(dedup.bytes)} bytes per 1,000 ids (${dedup.keys} keys)`);
-  console.log(
-    `  newerWins records: ${fmt(newest.bytes)} bytes per 1,000 keys (${newest.keys} keys, one per key)`,
-  );
+  if (PARTS.has('drain') && PARTS.has('memory')) {
+    const usedMemory = async () =>
+      Number(/^used_memory:(\d+)/m.exec(await admin.info('memory'))[1]);
+    await producer.publish('memory', payload); // the stream exists before the measure
+    const streamBefore = Number(await admin.call('MEMORY', 'USAGE', 'memory'));
+    const usedBefore = await usedMemory();
+    await producer.publishMany(
+      'memory',
+      Array.from({ length: 1000 }, () => payload),
+      { idempotent: true },
+    );
+    const streamGrowth = Number(await admin.call('MEMORY', 'USAGE', 'memory')) - streamBefore;
+    const indexUsed = (await usedMemory()) - usedBefore - streamGrowth;
+    const perThousand = async (pattern, count) => {
+      let cursor = '0';
+      let bytes = 0;
+      let keys = 0;
+      do {
+        const [next, found] = await admin.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+        cursor = next;
+        for (const key of found) {
+          bytes += Number(await admin.call('MEMORY', 'USAGE', key));
+          keys++;
+        }
+      } while (cursor !== '0');
+      return { bytes: (bytes * 1000) / count, keys };
+    };
+    const idem = await perThousand('{memory}:echo-idem:*', 1000);
+    const dedup = await perThousand(`{${STREAM}}:echo-dedup::dedup-0:*`, N);
+    const newest = await perThousand(`{${STREAM}}:echo-newest::newerWins-0:*`, KEYS);
+    console.log('\nmemory (MEMORY USAGE of the keys, 24-character branded ids):');
+    console.log(
+      `  idempotent publish index: ${fmt(idem.bytes)} bytes per 1,000 ids (${idem.keys} keys); ` +
+        `used_memory grew ${fmt(indexUsed)} bytes beyond the stream's own growth (keyspace and expiry tables included)`,
+    );
+    console.log(`  dedup records: ${fmt(dedup.bytes)} bytes per 1,000 ids (${dedup.keys} keys)`);
+    console.log(
+      `  newerWins records: ${fmt(newest.bytes)} bytes per 1,000 keys (${newest.keys} keys, one per key)`,
+    );
+  }
 } finally {
   await producerApp?.close();
   await redis.stop();
