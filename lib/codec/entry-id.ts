@@ -20,6 +20,8 @@ export function entryIdMs(entryId: string): number {
 export function compareEntryIds(a: string, b: string): number {
   const aDash = a.indexOf('-');
   const bDash = b.indexOf('-');
+  // parts of equal lengths (ids of one batch, mostly): digit texts of one length order as text
+  if (aDash === bDash && a.length === b.length) return a < b ? -1 : a > b ? 1 : 0;
   const aMsEnd = aDash < 0 ? a.length : aDash;
   const bMsEnd = bDash < 0 ? b.length : bDash;
   return (

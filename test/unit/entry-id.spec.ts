@@ -31,6 +31,13 @@ it('reads an ms-only id as seq 0, and leading zeros as the value they write', ()
   expect(compareEntryIds('0-0', '0')).toBe(0);
 });
 
+it('orders ids whose parts have equal lengths as their texts, leading zeros included', () => {
+  expect(compareEntryIds('1700000000000-10', '1700000000001-09')).toBe(-1);
+  expect(compareEntryIds('005-10', '004-99')).toBe(1);
+  expect(compareEntryIds('0042', '0042')).toBe(0);
+  expect(compareEntryIds('9-10', '10-1')).toBe(-1);
+});
+
 it('is exact beyond 2^53 (a seq near 2^64)', () => {
   expect(compareEntryIds('5-18446744073709551614', '5-18446744073709551615')).toBe(-1);
   expect(compareEntryIds('18446744073709551615-0', '18446744073709551614-9')).toBe(1);

@@ -1,6 +1,6 @@
 import { compareEntryIds } from '../../codec/entry-id';
 import type { CommandLink } from '../connection';
-import { ackedIdKey, newestIdKey } from '../package-keys';
+import { recordKeyHeads, type RecordKeyHeads } from '../package-keys';
 import type { AlongAck, SkipRecord } from './ack-roles';
 import { withAlong } from './along-acks';
 import type { CommitVerdict, CommitWrite, EntryCommit, EntryCommits } from './commit-roles';
@@ -44,12 +44,13 @@ export class RedisEntryCommits implements EntryCommits {
       if (compareEntryIds(entryId, lowest) < 0) lowest = entryId;
       if (compareEntryIds(entryId, highest) > 0) highest = entryId;
     }
+    const heads = recordKeyHeads(stream, group);
     const argv: Array<string | number> = [group, consumer, entries.length, lowest, highest];
     for (const { entryId, deliveries, writes, records = [] } of entries) {
       argv.push(entryId, deliveries, writes.length + records.length);
       for (const write of writes) argv.push(...operationOf(write, indexOf(write.key)));
       for (const record of records) {
-        const key = recordKeyOf(stream, group, record);
+        const key = recordKeyOf(heads, record);
         argv.push(record.kind === 'acked' ? 'seen' : 'max', indexOf(key), 2, record.id);
         argv.push(record.ttlMs);
       }
@@ -65,10 +66,8 @@ export class RedisEntryCommits implements EntryCommits {
 }
 
 /** Where a skip record lives (the skip records' script writes the same keys). */
-function recordKeyOf(stream: string, group: string, record: SkipRecord): string {
-  return record.kind === 'acked'
-    ? ackedIdKey(stream, group, record.id)
-    : newestIdKey(stream, group, record.key);
+function recordKeyOf(heads: RecordKeyHeads, record: SkipRecord): string {
+  return record.kind === 'acked' ? heads.acked + record.id : heads.newest + record.key;
 }
 
 /** The script's arguments of one write: name, key index, how many arguments, the arguments. */
