@@ -46,9 +46,12 @@ const N = Number(process.env.BENCH_N ?? 50_000);
 const DRAIN_ROUNDS = Number(process.env.BENCH_DRAIN_ROUNDS ?? Math.max(5, ROUNDS));
 const KEYS = 1000;
 const PARTS = new Set((process.env.BENCH_EO_PARTS ?? 'publish,drain,memory').split(','));
+const WANTED = process.env.BENCH_EO_VARIANTS?.split(',');
 const VARIANTS = ['plain', 'dedup', 'newerWins', 'stage', 'exactlyOnce'].filter(
-  (v) => v === 'plain' || (process.env.BENCH_EO_VARIANTS ?? v).split(',').includes(v),
+  (v) => v === 'plain' || WANTED === undefined || WANTED.includes(v),
 );
+/** The drains' stream; the memory part counts the records its dedup-0 and newerWins-0 wrote. */
+const STREAM = 'drain';
 /** Extra node flags of each drain's child (BENCH_NODE_ARGS, space-separated: --cpu-prof ...). */
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const rotate = (list, r) => list.map((_, i) => list[(i + r) % list.length]);
@@ -126,7 +129,6 @@ try {
 
   // ---- drain ---------------------------------------------------------------------------------
   if (PARTS.has('drain')) {
-    const STREAM = 'drain';
     for (let i = 0; i < N; i += 500) {
       const pipeline = admin.pipeline();
       for (let j = i; j < Math.min(N, i + 500); j++) {
@@ -137,11 +139,10 @@ try {
     }
     // the skip variants and the pipeline stages: a handler with no output (plain), one that awaits
     // StreamProducer.publish (stage, at-least-once) and one that writes through m.tx (exactlyOnce)
-    const variants = VARIANTS;
-    const drained = new Map(variants.map((v) => [v, []]));
+    const drained = new Map(VARIANTS.map((v) => [v, []]));
     const foreign = [];
     for (let r = 0; r < DRAIN_ROUNDS; r++) {
-      for (const variant of rotate(variants, r)) {
+      for (const variant of rotate(VARIANTS, r)) {
         const group = `${variant}-${r}`;
         await admin.xgroup('CREATE', STREAM, group, '0');
         const window = foreignCpuWindow(redis.pid);
@@ -158,7 +159,7 @@ try {
         "rounds' ratios [min-max], ratio of medians | CPU µs per entry: node, redis-server",
     );
     const plainRates = ratesOf('plain');
-    for (const variant of variants) {
+    for (const variant of VARIANTS) {
       const rates = ratesOf(variant);
       const paired = rates.map((rate, r) => rate / plainRates[r]);
       const ratios =
