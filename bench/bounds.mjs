@@ -5,8 +5,9 @@
 // bench/effectively-once.mjs. Each loop drains BENCH_BOUNDS_N (100,000) pre-filled entries of the
 // bench's ~200-byte JSON payload (bench/lib/payload.mjs, with an `account` of 1,000) in a fresh
 // child process, `JSON.parse` per entry as the library's handler path does; a partitioned entry
-// also carries its key (the `pkey` field, as the library writes it), a plain one does not; BENCH_BOUNDS_ROUNDS (3) rounds, the order rotated,
-// each loop as a ratio to the plain loop of its round (paired). Loops (BENCH_BOUNDS_LOOPS):
+// also carries its key (the `pkey` field, as the library writes it), a plain one does not;
+// BENCH_BOUNDS_ROUNDS (3) rounds, the order rotated, each loop as a ratio to the plain loop of its
+// round (paired). Loops (BENCH_BOUNDS_LOOPS):
 // - plain: the best plain loop: the next read in flight while a batch is handled, a batch's XACK
 //   sent the moment it is handled (with that read), its reply not waited for before the next batch;
 // - partitioned: 8 partition streams, 100 keys; one read naming all 8 (COUNT 100 each), the
@@ -35,11 +36,19 @@
 // Printed per loop: entries/s median [min-max], the ratio to plain, and CPU per entry of the child
 // process and of redis-server. Needs `redis-server` on the PATH (or ECHO_SERVER, as bench/run.mjs).
 import { fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { GROUP, KEYS, N, PARTITIONS, keyOf, partitionOf } from './lib/bounds-loops.mjs';
+import {
+  GROUP,
+  KEY_GROUPS,
+  KEYS,
+  N,
+  PARTITIONS,
+  WAVE_ACK,
+  keyOf,
+  partitionOf,
+} from './lib/bounds-loops.mjs';
 import { makePayload } from './lib/payload.mjs';
-import { startRedis } from './lib/redis-server.mjs';
+import { pidCpuSeconds, startRedis } from './lib/redis-server.mjs';
 import { median } from './lib/stats.mjs';
 
 const CHILD = fileURLToPath(new URL('./lib/bounds-loops.mjs', import.meta.url));
@@ -51,15 +60,7 @@ const LOOPS = [
     .split(',')
     .filter((loop) => loop !== 'plain'),
 ];
-const KEY_GROUPS = process.env.BENCH_BOUNDS_KEY_GROUPS ?? '4';
-const WAVE_ACK = process.env.BENCH_BOUNDS_WAVE_ACK ?? 'script';
 const streamOf = (loop, round) => `bounds:${loop}:${round}`;
-
-const ticks = 100; // USER_HZ on Linux
-const cpuOf = (pid) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / ticks;
-};
 
 /**
  * An entry as the library writes it (fields `id`, a branded-id-like sortable text, and `data`):
@@ -93,7 +94,7 @@ async function prefill(admin, loop, stream) {
 
 function drain(url, loop, stream, redisPid) {
   return new Promise((resolvePromise, reject) => {
-    const redis0 = cpuOf(redisPid);
+    const redis0 = pidCpuSeconds(redisPid);
     const child = fork(CHILD, [], {
       env: { ...process.env, BOUNDS_CHILD: JSON.stringify({ url, loop, stream }) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -106,7 +107,7 @@ function drain(url, loop, stream, redisPid) {
       // every entry is new: a skip means a look-up that finds what is not there
       else if (result.skipped > 0)
         reject(new Error(`${loop} skipped ${result.skipped} new entries`));
-      else resolvePromise({ ...result, redisCpu: cpuOf(redisPid) - redis0 });
+      else resolvePromise({ ...result, redisCpu: pidCpuSeconds(redisPid) - redis0 });
     });
   });
 }

@@ -5,9 +5,10 @@ import { Redis } from 'ioredis';
 
 /** Entries per drain (the parent fills as many). */
 export const N = Number(process.env.BENCH_BOUNDS_N ?? 100_000);
-const KEY_GROUPS = Number(process.env.BENCH_BOUNDS_KEY_GROUPS ?? 4);
+/** Key groups of the partitioned loop (BENCH_BOUNDS_KEY_GROUPS, 4). */
+export const KEY_GROUPS = Number(process.env.BENCH_BOUNDS_KEY_GROUPS ?? 4);
 /** `script`: a wave's XACKs in one script call; `xack`: an XACK per partition stream. */
-const WAVE_ACK = process.env.BENCH_BOUNDS_WAVE_ACK ?? 'script';
+export const WAVE_ACK = process.env.BENCH_BOUNDS_WAVE_ACK ?? 'script';
 /** `0`: the partitioned loop without the order rule (one wave per read and key group). */
 const KEY_ORDER = process.env.BENCH_BOUNDS_KEY_ORDER !== '0';
 export const PARTITIONS = 8;
@@ -85,6 +86,19 @@ if #acked > 0 then redis.call('XACK', src, group, unpack(acked)) end
 return verdicts`;
 
 // ---- the child: one loop over one prefilled stream ---------------------------------------------
+/** Up to COUNT new entries of each of `streams` (no BLOCK: a drained stream answers at once). */
+const readNew = (redis, ...streams) =>
+  redis.xreadgroup(
+    'GROUP',
+    GROUP,
+    'c',
+    'COUNT',
+    COUNT,
+    'STREAMS',
+    ...streams,
+    ...streams.map(() => '>'),
+  );
+
 const fieldOf = (fields, name) => {
   for (let i = 0; i < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
   return undefined;
@@ -110,8 +124,7 @@ function handleWithRecords(redis, stream, entries, found, sink, acks) {
 
 const loops = {
   async plain(redis, stream, sink) {
-    const read = () =>
-      redis.xreadgroup('GROUP', GROUP, 'c', 'COUNT', COUNT, 'STREAMS', stream, '>');
+    const read = () => readNew(redis, stream);
     const acks = [];
     let next = read();
     while (sink.handled < N) {
@@ -129,7 +142,7 @@ const loops = {
     const head = recordKey(stream, '');
     const read = () => {
       const r = {
-        reply: redis.xreadgroup('GROUP', GROUP, 'c', 'COUNT', COUNT, 'STREAMS', stream, '>'),
+        reply: readNew(redis, stream),
       };
       // the look-up goes out the moment the read's reply is read
       r.found = r.reply.then((reply) => {
@@ -157,7 +170,7 @@ const loops = {
     const head = `{${stream}}:echo-newest:records:${GROUP}:`;
     const read = () => {
       const r = {
-        reply: redis.xreadgroup('GROUP', GROUP, 'c', 'COUNT', COUNT, 'STREAMS', stream, '>'),
+        reply: readNew(redis, stream),
         messages: [],
       };
       // decoded and looked up (one MGET of their keys' records) the moment the reply is read
@@ -224,8 +237,7 @@ const loops = {
   async exactlyOnce(redis, stream, sink) {
     const head = recordKey(stream, '');
     const out = `${stream}:out`;
-    const read = () =>
-      redis.xreadgroup('GROUP', GROUP, 'c', 'COUNT', COUNT, 'STREAMS', stream, '>');
+    const read = () => readNew(redis, stream);
     const commits = [];
     let next = read();
     while (sink.handled < N) {
@@ -248,17 +260,7 @@ const loops = {
 
   async partitioned(redis, stream, sink) {
     const streams = Array.from({ length: PARTITIONS }, (_, p) => partitionOf(stream, p));
-    const read = () =>
-      redis.xreadgroup(
-        'GROUP',
-        GROUP,
-        'c',
-        'COUNT',
-        COUNT,
-        'STREAMS',
-        ...streams,
-        ...streams.map(() => '>'),
-      );
+    const read = () => readNew(redis, ...streams);
     // per key group: the reply of its last wave's XACK script, and the chain of its waves
     const acked = Array.from({ length: KEY_GROUPS }, () => Promise.resolve());
     const chains = Array.from({ length: KEY_GROUPS }, () => Promise.resolve());

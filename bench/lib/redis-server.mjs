@@ -169,7 +169,8 @@ function machineBusySeconds() {
   return busy / clockTicks();
 }
 
-function pidCpuSeconds(pid) {
+/** CPU seconds (user + system) process `pid` used so far (Linux: /proc). */
+export function pidCpuSeconds(pid) {
   const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / clockTicks();
