@@ -112,7 +112,7 @@ async function runOnCluster(exactlyOnce: boolean, seed: number): Promise<Pipelin
         redisUrl: `redis://${cluster.nodes[0].host}:${cluster.nodes[0].port}`,
         env: { CLUSTER_NODES: JSON.stringify(cluster.nodes) },
         names,
-        sampledAtKills: [outboxKeyOf(names.a, 'stage1'), outboxKeyOf(names.b, 'stage2')],
+        outboxes: [outboxKeyOf(names.a, 'stage1'), outboxKeyOf(names.b, 'stage2')],
         cutLinks,
         restartRedis: restartMasters,
       },

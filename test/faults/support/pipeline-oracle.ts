@@ -49,8 +49,11 @@ export interface PipelineTarget {
   readonly cutLinks?: (delayFirst: boolean) => Promise<void>;
   /** Kills Redis and restarts it from its AOF. */
   readonly restartRedis?: () => Promise<void>;
-  /** Keys sampled at each kill (the outboxes: what was committed and not yet forwarded). */
-  readonly sampledAtKills?: readonly string[];
+  /**
+   * Stage 1's and stage 2's outboxes (a Cluster: what was committed and not yet forwarded to B and
+   * to C). Their lengths are sampled at each kill, and the run is over only once both are empty.
+   */
+  readonly outboxes?: readonly [stage1: string, stage2: string];
 }
 
 /** What one run left in Redis, and what its chaos did. */
@@ -68,7 +71,7 @@ export interface PipelineRun {
   /** Commits logged as fenced, and as refused for a write that could not run (none expected). */
   fenced: number;
   invalid: number;
-  /** The largest sum of the `sampledAtKills` keys' lengths seen at a kill. */
+  /** The largest sum of the outboxes' lengths seen at a kill. */
   heldAtKill: number;
 }
 
@@ -84,14 +87,24 @@ async function copiesOf(redis: Redis | Cluster, stream: string): Promise<Map<num
   return copies;
 }
 
-/** True once `group` of `stream` read every entry and acked it. */
+/**
+ * True once `group` of `stream` read every entry and acked it: nothing pending, and the group's
+ * last delivered id is the stream's last id. (Not the group's `lag`: after a restart from the AOF
+ * it can be null, unknown, with entries still unread.)
+ */
 async function caughtUp(redis: Redis | Cluster, stream: string, group: string): Promise<boolean> {
+  const info = (await redis.xinfo('STREAM', stream).catch(() => null)) as unknown[] | null;
   const groups = (await redis.xinfo('GROUPS', stream).catch(() => [])) as unknown[][];
   const row = groups.find((g) => g[g.indexOf('name') + 1] === group);
-  if (!row) return false;
+  if (!info || !row) return false;
   const pending = Number(row[row.indexOf('pending') + 1]);
-  const lag = row[row.indexOf('lag') + 1];
-  return pending === 0 && (lag === 0 || lag === '0' || lag === null) && lag !== undefined;
+  const delivered = row[row.indexOf('last-delivered-id') + 1];
+  return pending === 0 && delivered === info[info.indexOf('last-generated-id') + 1];
+}
+
+/** True once `outbox` (if any) is empty: every output committed there reached its stream. */
+async function forwarded(redis: Redis | Cluster, outbox: string | undefined): Promise<boolean> {
+  return outbox === undefined || (await redis.xlen(outbox)) === 0;
 }
 
 /** Runs the pipeline with `exactlyOnce` on or off through `seconds` of chaos. */
@@ -229,7 +242,7 @@ export async function runPipeline(
       // the freeze could take the same process; at most SAMPLE_MS a key, so Redis down (a
       // Cluster's masters restarting: 1.5 s here) does not hold the kills back
       let held = 0;
-      for (const key of target.sampledAtKills ?? []) held += await sampled(redis.xlen(key));
+      for (const key of target.outboxes ?? []) held += await sampled(redis.xlen(key));
       heldAtKill = Math.max(heldAtKill, held);
       // a busy victim: entries in hand, their effects perhaps written, not yet acked
       const deadline = Date.now() + 500;
@@ -252,10 +265,18 @@ export async function runPipeline(
   chaosOn = false;
   await Promise.all([producing, cutting, killing, freezing, restarting]);
   await supervisor.heal();
+  // in the pipeline's order, so nothing moves behind a check that passed: stage 1 acked every
+  // entry of A, its outbox reached B (a forward XADDs before it XDELs), stage 2 acked all of B,
+  // its outbox reached C. (Without the outboxes a check passed while stage 1's last outputs were
+  // still in its outbox: B got them a moment later, C and SUM2 never did.)
+  const [outbox1, outbox2] = target.outboxes ?? [];
   await waitFor(
     async () =>
-      (await caughtUp(redis, names.a, 'stage1')) && (await caughtUp(redis, names.b, 'stage2')),
-    { timeoutMs: 60_000, intervalMs: 200, message: 'both stages caught up' },
+      (await caughtUp(redis, names.a, 'stage1')) &&
+      (await forwarded(redis, outbox1)) &&
+      (await caughtUp(redis, names.b, 'stage2')) &&
+      (await forwarded(redis, outbox2)),
+    { timeoutMs: 60_000, intervalMs: 200, message: 'both stages caught up, outboxes forwarded' },
   );
   // what the processes logged (their last lines): commits fenced, and refused as invalid
   const logged = (pattern: RegExp): number =>
