@@ -1,7 +1,9 @@
-// ESLint flat config: typescript-eslint's recommended rules on lib/, plus the layer rules of
-// docs/ARCHITECTURE.md ("Layers"): folders import downward only, no import cycle, Nest and ioredis
-// only where they belong. A wrong import fails `npm run lint`, and so `.ci/run`; `npm run lint`
+// ESLint flat config: typescript-eslint's recommended rules on the TypeScript, ESLint's on the
+// JavaScript (bench, scripts, test processes), plus the layer rules of docs/ARCHITECTURE.md
+// ("Layers"): folders import downward only, no import cycle, Nest and ioredis only where they belong. A wrong import fails `npm run lint`, and so `.ci/run`; `npm run lint`
 // also runs madge, which fails on any import cycle between files (type-only imports included).
+import js from '@eslint/js';
+import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 /**
@@ -231,14 +233,41 @@ const engineFaceRule = {
 };
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      'coverage/**',
+      '.bench/**',
+      '.servers/**',
+      '.sample-dist/**',
+      'tmp/**',
+      'temp/**',
+    ],
+  },
   ...tseslint.configs.recommended,
   {
     files: ['lib/**/*.ts'],
-    rules: {
-      '@typescript-eslint/no-explicit-any': 'error',
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
-    },
+    rules: { '@typescript-eslint/no-explicit-any': 'error' },
+  },
+  {
+    files: ['**/*.ts'],
+    rules: { '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }] },
+  },
+  // the JavaScript beside the library (bench, scripts, test processes, the dashboard's page):
+  // ESLint's recommended rules, so a name used where it is not defined fails lint
+  {
+    files: ['**/*.mjs', '**/*.cjs', '**/*.js'],
+    rules: js.configs.recommended.rules,
+    languageOptions: { globals: globals.node },
+  },
+  {
+    files: ['**/*.cjs', 'test/compat/**/*.js', 'test/upgrade/**/*.js'],
+    languageOptions: { sourceType: 'commonjs' },
+  },
+  {
+    files: ['lib/dashboard/assets/*.js'],
+    languageOptions: { sourceType: 'script', globals: globals.browser },
   },
   ...folderRules,
   ...engineRules,

@@ -179,6 +179,7 @@ async function startRedis() {
 }
 
 const NOISE = /\[(InstanceLoader|RoutesResolver|RouterExplorer|NestFactory)\]/;
+// eslint-disable-next-line no-control-regex -- the escape that starts a terminal colour
 const ANSI = /\x1b\[[0-9;]*m/g;
 
 /** Prints the app's log lines: start-up noise and stack frames only with DEMO_VERBOSE=1. */

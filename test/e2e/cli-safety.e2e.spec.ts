@@ -244,7 +244,6 @@ describe('echo-stream CLI never prints a credential', () => {
       const run = await cli(['--url', url, 'streams']);
       expect(run.code).toBe(1);
       expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
-      // eslint-disable-next-line no-control-regex
       expect(run.stderr.trimEnd()).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202E]/);
       expect(run.stderr).not.toMatch(/EVIL|owned|Wq Zk/);
     }

@@ -179,7 +179,6 @@ describe('EchoStreamAdmin.history()', () => {
     expect(sum).toBe(((BIG - 1) * BIG) / 2);
     const mb = (bytes: number) => Math.round(bytes / 1024 / 1024);
     const [heapTenth, heapAll] = heap.map(mb);
-    // eslint-disable-next-line no-console
     console.log(
       `history heap: ${heapTenth} MB after ${(BIG / 10).toLocaleString('en')} entries, ${heapAll} MB after ${BIG.toLocaleString('en')} (RSS ${mb(rss[0])} -> ${mb(rss[1])} MB)`,
     );

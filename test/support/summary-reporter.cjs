@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-require-imports -- a CommonJS file loaded by Jest as is */
 /**
  * Prints one plain closing line, `tests: N passed, N failed[, N skipped]`, after jest's own summary,
  * so any CI log reader can count the run without knowing jest's format.
