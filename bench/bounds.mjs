@@ -47,7 +47,7 @@ import {
   keyOf,
   partitionOf,
 } from './lib/bounds-loops.mjs';
-import { makePayload } from './lib/payload.mjs';
+import { accountPayload, streamFields } from './lib/payload.mjs';
 import { pidCpuSeconds, startRedis } from './lib/redis-server.mjs';
 import { median } from './lib/stats.mjs';
 
@@ -62,16 +62,8 @@ const LOOPS = [
 ];
 const streamOf = (loop, round) => `bounds:${loop}:${round}`;
 
-/**
- * An entry as the library writes it (fields `id`, a branded-id-like sortable text, and `data`):
- * the bench's payload with the `account` (one of 1,000) that `newerWins` keys on.
- */
-const fieldsOf = (seq) => [
-  'id',
-  `bench-${String(seq).padStart(9, '0')}`,
-  'data',
-  JSON.stringify({ ...makePayload(seq), account: `acct-${seq % 1000}` }),
-];
+/** An entry as the library writes it, its payload with one of 1,000 accounts (`newerWins`). */
+const fieldsOf = (seq) => streamFields(seq, 0, accountPayload(seq, 1000));
 
 async function prefill(admin, loop, stream) {
   const groupOn = async (s) => admin.xgroup('CREATE', s, GROUP, '0', 'MKSTREAM');

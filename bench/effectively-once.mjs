@@ -26,7 +26,7 @@
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { makePayload } from './lib/payload.mjs';
+import { accountPayload, makePayload } from './lib/payload.mjs';
 import { foreignCpuWindow, startRedis } from './lib/redis-server.mjs';
 import { median } from './lib/stats.mjs';
 import { skipDrain } from './lib/skip-drain.mjs';
@@ -132,7 +132,7 @@ try {
     for (let i = 0; i < N; i += 500) {
       const pipeline = admin.pipeline();
       for (let j = i; j < Math.min(N, i + 500); j++) {
-        const data = JSON.stringify({ ...makePayload(j), account: `acct-${j % KEYS}` });
+        const data = JSON.stringify(accountPayload(j, KEYS));
         pipeline.xadd(STREAM, '*', 'id', brandedId(), 'data', data);
       }
       await pipeline.exec();

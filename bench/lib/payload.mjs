@@ -27,17 +27,20 @@ export function makePayload(seq, t = 0) {
   return p;
 }
 
+/** The payload with the `account` (one of `accounts`) that keyed guarantees (`newerWins`) key on. */
+export function accountPayload(seq, accounts) {
+  return { ...makePayload(seq), account: `acct-${seq % accounts}` };
+}
+
 /** Microseconds of CLOCK_MONOTONIC (the same clock in every process of this machine). */
 export function nowUs() {
   return Number(process.hrtime.bigint()) / 1000;
 }
 
-/** The library's wire format (docs/publishing.md, 'json' codec): fields `id` and `data`. */
-export function streamFields(seq, t = 0) {
-  return [
-    'id',
-    `bench-${String(seq).padStart(9, '0')}`,
-    'data',
-    JSON.stringify(makePayload(seq, t)),
-  ];
+/**
+ * The library's wire format (docs/publishing.md, 'json' codec): fields `id` (a sortable text like a
+ * branded id) and `data` (`payload`, by default the bench's own).
+ */
+export function streamFields(seq, t = 0, payload = makePayload(seq, t)) {
+  return ['id', `bench-${String(seq).padStart(9, '0')}`, 'data', JSON.stringify(payload)];
 }
