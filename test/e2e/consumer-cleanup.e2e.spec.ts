@@ -85,14 +85,17 @@ it('deletes idle consumers with nothing pending; keeps one holding an entry unti
     { message: "the cleanup's line for gone-1" },
   );
 
-  await waitFor(async () => !(await consumers(stream, 'g')).has('gone-2'), {
-    message: 'gone-2 deleted after the reclaim',
-    timeoutMs: 15_000,
-  });
-  // had gone-2 been deleted with its entry, the entry would have left the PEL unhandled
+  // waited for together: the reclaim empties gone-2's PEL a few round trips before the handler
+  // runs and the XACK goes, and a cleanup pass may delete gone-2 in between. Had gone-2 been
+  // deleted with its entry, the entry would have left the PEL unhandled: the wait times out
+  await waitFor(
+    async () =>
+      !(await consumers(stream, 'g')).has('gone-2') &&
+      handled.join() === 'held' &&
+      ((await redis.xpending(stream, 'g')) as [number])[0] === 0,
+    { message: 'gone-2 deleted after the reclaim, its entry handled and acked', timeoutMs: 15_000 },
+  );
   expect(handled).toEqual(['held']);
-  const [pending] = (await redis.xpending(stream, 'g')) as [number];
-  expect(pending).toBe(0);
   await sleep(1200); // two more cleanup passes
   const last = await consumers(stream, 'g');
   expect([...last.keys()].sort()).toEqual(['live', 'peer']);

@@ -309,6 +309,8 @@ describe('XACK on a dropped connection (scenario 8)', () => {
     const result = await waitForQuiet(oracleInput(redis, producer, ledger), { timeoutMs: 5000 });
     assertOracle(result); // includes: zero duplicates
     expect(loop.logger.has(/Redis error/)).toBe(true);
+    // counted when the XACK's reply is read, which passes the proxy after Redis answered the oracle
+    await waitFor(() => loop.consumer.snapshot().totalAcked === 3, { message: '3 acks counted' });
     expect(loop.consumer.snapshot()).toMatchObject({ totalDlq: 0, totalAcked: 3 });
     expect(await redis.exists(`${stream}:dlq`)).toBe(0);
     report('XACK lost, re-sent', formatReport(result));
