@@ -18,7 +18,10 @@ import { processRegistry, type ExitCleanup } from '../../support/redis-server';
 /** The child script, relative to the repository root. */
 export const CONSUMER_SCRIPT = path.join('test', 'faults', 'support', 'consumer-process.mjs');
 
-/** Fails with a clear message when the package was not built (the children load `dist/`). */
+/**
+ * Fails with a clear message when the package was not built, or was built before a file of lib/
+ * last changed: the children load `dist/`, and would test the old code.
+ */
 export function assertBuilt(): void {
   const entry = path.join(process.cwd(), 'dist', 'index.js');
   if (!fs.existsSync(entry)) {
@@ -26,6 +29,25 @@ export function assertBuilt(): void {
       `${entry} is missing: the fault suite runs consumers from the built package; run npm run build first`,
     );
   }
+  const builtAt = fs.statSync(entry).mtimeMs;
+  const newer = newestSource(path.join(process.cwd(), 'lib'));
+  if (newer && newer.mtimeMs > builtAt) {
+    throw new Error(
+      `${newer.file} changed after the build in dist/: the fault suite runs consumers from the built package; run npm run build first`,
+    );
+  }
+}
+
+/** The file of `dir` (recursively) changed last. */
+function newestSource(dir: string): { file: string; mtimeMs: number } | undefined {
+  let newest: { file: string; mtimeMs: number } | undefined;
+  for (const item of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!item.isFile()) continue;
+    const file = path.join(item.parentPath, item.name);
+    const { mtimeMs } = fs.statSync(file);
+    if (!newest || mtimeMs > newest.mtimeMs) newest = { file, mtimeMs };
+  }
+  return newest;
 }
 
 /** What one consumer process is told to do. */
