@@ -1,7 +1,8 @@
 // ESLint flat config: typescript-eslint's recommended rules on the TypeScript, ESLint's on the
 // JavaScript (bench, scripts, test processes), plus the layer rules of docs/ARCHITECTURE.md
-// ("Layers"): folders import downward only, no import cycle, Nest and ioredis only where they belong. A wrong import fails `npm run lint`, and so `.ci/run`; `npm run lint`
-// also runs madge, which fails on any import cycle between files (type-only imports included).
+// ("Layers"): folders import downward only, no import cycle, Nest and ioredis only where they
+// belong. A wrong import fails `npm run lint`, and so `.ci/run`; `npm run lint` also runs madge,
+// which fails on any import cycle between files (type-only imports included).
 import js from '@eslint/js';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
